@@ -1,0 +1,63 @@
+"""From dataset rows to padded tensors: the model sees prompt + response, right-padded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+import torch
+
+from .datasets import padded
+
+
+@dataclass
+class SequenceTable:
+    """Every sample as one right-padded sequence (prompt followed by response)."""
+
+    tokens: torch.Tensor  # [N, W] int64, <pad> = 0 past each row's length
+    positions: torch.Tensor  # [N, W] int64 task position IDs, 0 past each row's length
+    lengths: torch.Tensor  # [N] tokens in prompt + response
+    prompt_lengths: torch.Tensor  # [N]
+
+    @classmethod
+    def from_frame(cls, frame: pl.DataFrame) -> "SequenceTable":
+        both = frame.select(seq=pl.concat_list("prompt", "response"),
+                            pos=pl.concat_list("prompt_pos", "response_pos"))
+        tokens, lengths = padded(both["seq"])
+        positions, _ = padded(both["pos"])
+        prompt_lengths = frame["prompt"].list.len().to_numpy()
+        return cls(torch.from_numpy(tokens), torch.from_numpy(positions), torch.from_numpy(lengths),
+                   torch.from_numpy(prompt_lengths.astype("int64")))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+@dataclass
+class TrainingBatch:
+    inputs: torch.Tensor  # [B, T] tokens 0..L-2 of each sequence
+    positions: torch.Tensor  # [B, T] their task position IDs
+    targets: torch.Tensor  # [B, T] tokens 1..L-1 (the next token at each input position)
+    loss_mask: torch.Tensor  # [B, T] bool: True where the target is a response token
+    lengths: torch.Tensor  # [B] real input tokens per row
+
+
+def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int) -> TrainingBatch:
+    """Rows ``index`` as next-token-prediction tensors, padded to a multiple of ``pad_multiple``
+    so that the CPU sees few distinct shapes."""
+    lengths = table.lengths[index] - 1
+    width = int(lengths.max())
+    width = -(-width // pad_multiple) * pad_multiple
+    tokens = _fit(table.tokens[index], width + 1)
+    positions = _fit(table.positions[index], width)
+    column = torch.arange(width)[None, :]
+    real = column < lengths[:, None]
+    loss_mask = (column >= table.prompt_lengths[index][:, None] - 1) & real
+    return TrainingBatch(tokens[:, :-1], positions, tokens[:, 1:], loss_mask, lengths)
+
+
+def _fit(matrix: torch.Tensor, width: int) -> torch.Tensor:
+    """Cut or right-pad (with 0) a [B, W] matrix to [B, width]."""
+    if matrix.shape[1] >= width:
+        return matrix[:, :width]
+    return torch.nn.functional.pad(matrix, (0, width - matrix.shape[1]))

@@ -1,0 +1,167 @@
+"""Training-throughput benchmark for :class:`pipeline_src.model.Decoder`.
+
+Three measurements on the current machine:
+
+1. the peak-ish matmul rate: FLOP/s of a large square ``torch.matmul`` in fp32 and bf16;
+2. training tokens/s of our Decoder (forward + backward + AdamW step, cross-entropy
+   on every token), and the fraction of the matmul rate this reaches, using
+
+       FLOPs/token ~= 6 * N_nonembedding + 6 * n_layer * seq_len * d_model
+
+   (Kaplan et al. 2020: 2 FLOPs per parameter per token forward, twice that
+   backward; the second term is the attention score/value products.
+   N_nonembedding counts all parameters except the token and absolute
+   position embedding tables; the LM head is included since it is a matmul);
+3. if ``transformers`` is installed, the same loop on an equivalently shaped
+   ``GPTNeoXForCausalLM``, reported as the ratio ours / HF.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from pipeline_src.model import Decoder, ModelConfig
+
+VOCAB_SIZE = 16
+
+
+def matmul_flops_per_s(n: int = 2048, dtype: torch.dtype = torch.float32, reps: int = 5) -> float:
+    """FLOP/s of an n x n by n x n matmul (2 n^3 FLOPs each), after two warm-up products."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    for _ in range(2):
+        torch.matmul(a, b)
+    start = time.perf_counter()
+    for _ in range(reps):
+        torch.matmul(a, b)
+    return 2 * n**3 * reps / (time.perf_counter() - start)
+
+
+def flops_per_token(cfg: ModelConfig, seq_len: int) -> tuple[int, int]:
+    """(N_nonembedding, training FLOPs per token) for ``cfg`` at context ``seq_len``."""
+    model = Decoder(cfg)
+    n = model.num_parameters() - model.embed.weight.numel()
+    if model.pos_embed is not None:
+        n -= model.pos_embed.weight.numel()
+    return n, 6 * n + 6 * cfg.n_layer * seq_len * cfg.d_model
+
+
+def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, warmup, precision) -> float:
+    """Time ``steps`` AdamW training steps (after ``warmup`` untimed ones); return tokens/s."""
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            logits = logits_fn(tokens, positions)
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return tokens.numel() * steps / (time.perf_counter() - start)
+
+
+def _build_hf(cfg: ModelConfig, seq_len: int):
+    """An equivalently shaped GPTNeoXForCausalLM (no dropout, SDPA attention if supported)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    kwargs = dict(vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, num_hidden_layers=cfg.n_layer,
+                  num_attention_heads=cfg.n_head, intermediate_size=cfg.mlp_dim, hidden_act="gelu",
+                  rotary_pct=cfg.rotary_pct, rotary_emb_base=cfg.rotary_base,
+                  max_position_embeddings=max(seq_len, cfg.max_positions),
+                  use_parallel_residual=cfg.parallel_residual, layer_norm_eps=cfg.layer_norm_eps,
+                  hidden_dropout=0.0, attention_dropout=0.0, tie_word_embeddings=False)
+    try:
+        hf_cfg = GPTNeoXConfig(**kwargs, attn_implementation="sdpa")
+    except (TypeError, ValueError):
+        hf_cfg = GPTNeoXConfig(**kwargs)
+    model = GPTNeoXForCausalLM(hf_cfg).train()
+    return model, getattr(model.config, "_attn_implementation", "unknown")
+
+
+def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len: int = 64,
+                  batch_size: int = 64, steps: int = 20, warmup: int = 3, threads: int | None = None,
+                  precision: str = "fp32", matmul_size: int = 2048) -> dict:
+    """Measure matmul FLOP/s and training tokens/s (ours and, if available, Hugging Face's)."""
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+    matmul = {"fp32": matmul_flops_per_s(matmul_size, torch.float32),
+              "bf16": matmul_flops_per_s(matmul_size, torch.bfloat16)}
+    cfg = ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
+                      position_encoding="rope", max_positions=max(seq_len, 1024))
+    n_nonembed, fpt = flops_per_token(cfg, seq_len)
+
+    torch.manual_seed(0)
+    tokens = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len))
+    targets = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len))
+    positions = torch.arange(seq_len).expand(batch_size, seq_len)
+
+    model = Decoder(cfg).train()
+    ours = _train_tokens_per_s(lambda t, p: model(t, p).token_logits, model.parameters(),
+                               tokens, positions, targets, steps, warmup, precision)
+    result = {
+        "config": dict(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len, batch_size=batch_size,
+                       steps=steps, warmup=warmup, precision=precision, matmul_size=matmul_size),
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "n_params": model.num_parameters(),
+        "n_params_nonembedding": n_nonembed,
+        "flops_per_token": fpt,
+        "matmul_flops_per_s": matmul,
+        "tokens_per_s": ours,
+        "model_flops_per_s": ours * fpt,
+        "fraction_of_matmul": ours * fpt / matmul[precision],
+        "hf_status": "not run",
+        "hf_tokens_per_s": None,
+        "hf_fraction_of_matmul": None,
+        "ratio_ours_over_hf": None,
+    }
+
+    try:
+        hf, attn_impl = _build_hf(cfg, seq_len)
+    except ImportError as err:
+        result["hf_status"] = f"transformers not installed ({err})"
+        return result
+    hf_tps = _train_tokens_per_s(lambda t, p: hf(input_ids=t, position_ids=p).logits, hf.parameters(),
+                                 tokens, positions, targets, steps, warmup, precision)
+    import transformers
+
+    result.update(hf_status=f"ok (transformers {transformers.__version__}, attention {attn_impl})",
+                  hf_tokens_per_s=hf_tps, hf_fraction_of_matmul=hf_tps * fpt / matmul[precision],
+                  ratio_ours_over_hf=ours / hf_tps)
+    return result
+
+
+def format_report(result: dict) -> str:
+    """Readable multi-line summary of a :func:`run_benchmark` result."""
+    c, mm = result["config"], result["matmul_flops_per_s"]
+    lines = [
+        f"Decoder training benchmark ({c['precision']}, torch {result['torch_version']}, {result['threads']} threads)",
+        f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, "
+        f"{result['n_params']:,} params ({result['n_params_nonembedding']:,} non-embedding)",
+        f"  batch: {c['batch_size']} x {c['seq_len']} tokens, {c['steps']} timed steps after {c['warmup']} warm-up",
+        f"  matmul {c['matmul_size']}^3: fp32 {mm['fp32'] / 1e9:.1f} GFLOP/s, bf16 {mm['bf16'] / 1e9:.1f} GFLOP/s",
+        f"  FLOPs/token (6*N_nonembed + 6*n_layer*seq_len*d_model): {result['flops_per_token']:,}",
+        f"  ours: {result['tokens_per_s']:,.0f} tokens/s = {result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
+        f"= {result['fraction_of_matmul']:.1%} of {c['precision']} matmul",
+    ]
+    if result["hf_tokens_per_s"] is None:
+        lines.append(f"  HF GPTNeoX: {result['hf_status']}")
+    else:
+        lines += [
+            f"  HF GPTNeoX: {result['hf_tokens_per_s']:,.0f} tokens/s "
+            f"= {result['hf_fraction_of_matmul']:.1%} of {c['precision']} matmul [{result['hf_status']}]",
+            f"  ratio ours/HF: {result['ratio_ours_over_hf']:.2f}x",
+        ]
+    return "\n".join(lines)
+

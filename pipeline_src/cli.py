@@ -1,0 +1,132 @@
+"""The ``lengthgen`` command line: every pipeline step, runnable with or without Snakemake.
+
+Snakemake rules are thin ``shell:`` calls to these commands. Each step takes its exact config
+subset as canonical JSON (``--spec``), so a step run by hand is the same computation as in the
+pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _spec(ctx, param, value: str) -> dict:
+    try:
+        spec = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"not valid JSON: {err}") from None
+    if not isinstance(spec, dict):
+        raise click.BadParameter("must be a JSON object")
+    return spec
+
+
+SPEC = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
+RULE = click.option("--rule", default="manual", show_default=True, help="Rule name recorded in provenance.")
+THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads.")
+
+
+@click.group()
+@click.version_option(package_name="lengthgen")
+def main() -> None:
+    """Length-generalization experiments (Golowich et al., ICML 2025) step by step."""
+
+
+@main.command()
+@SPEC
+@RULE
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def generate(spec: dict, rule: str, out: Path) -> None:
+    """Generate a task dataset (train split or evaluation grid) as Parquet."""
+    from . import datasets
+    from .provenance import build_record
+    from .tasks import get_task
+
+    task = get_task(spec["task"])
+    make = {"train": task.generate_train, "eval": task.generate_eval}[spec["split"]]
+    frame = make(spec["params"], spec["seed"])
+    datasets.write(frame, out, task.schema, build_record(rule, "data", spec, seeds={"seed": spec["seed"]}))
+    click.echo(f"wrote {len(frame):,} samples to {out}", err=True)
+
+
+@main.command()
+@SPEC
+@RULE
+@THREADS
+@click.option("--train-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path) -> None:
+    """Train one cell; resumes from its last checkpoint in OUT_DIR if one exists."""
+    from .train import train as run
+
+    summary = run(spec, train_data, out_dir, rule=rule, threads=threads)
+    click.echo(json.dumps(summary), err=True)
+
+
+@main.command()
+@SPEC
+@RULE
+@THREADS
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--eval-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path) -> None:
+    """Sweep every evaluation cell with one trained model."""
+    from .evaluate import evaluate as run
+
+    run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
+
+
+@main.command()
+@click.argument("figure", type=click.Choice(["figure1"]))
+@SPEC
+@RULE
+@click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Output file (.png or .pdf); repeat for several formats.")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: tuple[Path, ...]) -> None:
+    """Draw FIGURE from evaluation results INPUTS."""
+    from .figures import figure1
+
+    {"figure1": figure1.plot}[figure](spec, list(inputs), list(outputs), rule=rule)
+
+
+@main.command()
+@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the full chain as JSON.")
+@click.option("--config", "with_config", is_flag=True, help="Print each artifact's config subset too.")
+def provenance(artifact: Path, as_json: bool, with_config: bool) -> None:
+    """Trace ARTIFACT back through every input to its configs, seeds, code version and dataset hashes.
+
+    Run it from the pipeline's working directory (input paths are recorded relative to it)."""
+    from .provenance import format_trace, trace
+
+    chain = trace(artifact)
+    if "missing" in chain:
+        raise click.ClickException(chain["missing"])
+    click.echo(json.dumps(chain, indent=2) if as_json else format_trace(chain, with_config))
+
+
+@main.command()
+@THREADS
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True)
+@click.option("--d-model", default=128, show_default=True)
+@click.option("--n-layer", default=4, show_default=True)
+@click.option("--n-head", default=4, show_default=True)
+@click.option("--seq-len", default=64, show_default=True)
+@click.option("--batch-size", default=64, show_default=True)
+@click.option("--steps", default=20, show_default=True)
+def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size, steps) -> None:
+    """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul FLOP/s."""
+    from .benchmark import format_report, run_benchmark
+
+    result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
+                           batch_size=batch_size, steps=steps, threads=threads, precision=precision)
+    click.echo(format_report(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

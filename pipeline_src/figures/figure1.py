@@ -1,0 +1,51 @@
+"""Figure 1: sparse parity, accuracy against length, one panel per K_train, one line per k_test.
+
+Lines are the mean over training seeds; the band is the seeds' min-max spread (with one seed, the
+95% Wilson interval of that run). The grey band marks the training lengths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from .common import mean_over_seeds, read_accuracy, save_figure
+
+
+def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:
+    frame = read_accuracy(inputs)
+    summary = mean_over_seeds(frame, ["scheme", "k_train", "k", "length"])
+    schemes = [s for s in spec["schemes"] if s in set(summary["scheme"])]
+    k_trains = sorted(set(summary["k_train"]))
+    k_tests = sorted(set(summary["k"]))
+    colours = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(len(schemes), len(k_trains), squeeze=False, sharex=True, sharey=True,
+                             figsize=(3.2 * len(k_trains) + 1.2, 2.8 * len(schemes) + 0.6))
+    for row, scheme in enumerate(schemes):
+        for col, k_train in enumerate(k_trains):
+            ax = axes[row][col]
+            ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
+            ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+            for j, k in enumerate(k_tests):
+                part = summary.filter((summary["scheme"] == scheme) & (summary["k_train"] == k_train)
+                                      & (summary["k"] == k))
+                if part.is_empty():
+                    continue
+                colour = colours(j / max(1, len(k_tests) - 1))
+                one_seed = part["seeds"].max() == 1
+                low, high = (part["ci_low"], part["ci_high"]) if one_seed else (part["low"], part["high"])
+                ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour, label=f"k={k}")
+                ax.fill_between(part["length"], low, high, color=colour, alpha=0.2, lw=0)
+            ax.set_xscale(spec["x_scale"])
+            ax.set_ylim(0.4, 1.02)
+            ax.set_title(f"{scheme}, K_train={k_train}", fontsize=9)
+            if row == len(schemes) - 1:
+                ax.set_xlabel("length 2l")
+            if col == 0:
+                ax.set_ylabel("accuracy")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", title="k_test", fontsize=8)
+    fig.suptitle("Sparse parity: length generalization (mean over seeds, band = spread)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1 - 1.0 / (3.2 * len(k_trains) + 1.2), 1))
+    save_figure(fig, outputs, rule, spec, inputs)

@@ -1,0 +1,272 @@
+"""A small GPT-NeoX-style decoder-only transformer in plain PyTorch.
+
+The model is a stack of pre-LayerNorm blocks (attention + MLP) between a token
+embedding and a linear LM head. Its one unusual trait is that **positions are
+data**: the caller passes ``position_ids`` next to ``tokens`` and the model only
+consumes them. It never derives positions from sequence order, so experiments
+can feed shifted or non-contiguous ids (as in position coupling / PPC).
+
+Three position encodings are supported:
+
+* ``"rope"``: rotary embedding of queries and keys (NeoX "rotate_half" layout);
+* ``"abs"``: a learned table of ``max_positions`` vectors added to the input;
+* ``"none"``: no positional signal at all (NoPE); ``position_ids`` are ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+POSITION_ENCODINGS = ("rope", "abs", "none")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Hyper-parameters of :class:`Decoder`; validated on construction."""
+
+    vocab_size: int
+    d_model: int = 128
+    n_layer: int = 4
+    n_head: int = 4
+    d_mlp: int | None = None  # None -> 4 * d_model
+    position_encoding: str = "rope"
+    rotary_pct: float = 1.0
+    rotary_base: float = 10000.0
+    max_positions: int = 1024
+    parallel_residual: bool = True
+    layer_norm_eps: float = 1e-5
+    position_head: bool = False
+
+    def __post_init__(self) -> None:
+        def require(ok: bool, field: str, why: str) -> None:
+            if not ok:
+                raise ValueError(f"ModelConfig.{field}={getattr(self, field)!r}: {why}")
+
+        for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_positions"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name, "must be a positive int")
+        require(self.d_mlp is None or (isinstance(self.d_mlp, int) and self.d_mlp > 0), "d_mlp", "must be None or a positive int")
+        require(self.d_model % self.n_head == 0, "d_model", f"must be divisible by n_head={self.n_head}")
+        require(self.position_encoding in POSITION_ENCODINGS, "position_encoding", f"must be one of {POSITION_ENCODINGS}")
+        require(0.0 < self.rotary_pct <= 1.0, "rotary_pct", "must lie in (0, 1]")
+        require(self.rotary_base > 0, "rotary_base", "must be positive")
+        if self.position_encoding == "rope":
+            require(self.rotary_dim > 0, "rotary_pct", f"gives rotary_dim 0 for head_dim {self.head_dim} (need >= 2)")
+        require(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
+        require(isinstance(self.parallel_residual, bool), "parallel_residual", "must be a bool")
+        require(isinstance(self.position_head, bool), "position_head", "must be a bool")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def mlp_dim(self) -> int:
+        """Hidden width of the MLP (``d_mlp``, defaulting to ``4 * d_model``)."""
+        return self.d_mlp if self.d_mlp is not None else 4 * self.d_model
+
+    @property
+    def rotary_dim(self) -> int:
+        """Number of leading dims of each head that rotate, rounded down to even."""
+        return int(self.head_dim * self.rotary_pct) // 2 * 2
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in d:
+            if key not in known:
+                raise ValueError(f"unknown ModelConfig field {key!r}")
+        return cls(**d)
+
+
+@dataclass
+class ModelOutput:
+    token_logits: torch.Tensor  # [B, T, vocab_size]
+    position_logits: torch.Tensor | None  # [B, T, max_positions] when cfg.position_head
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """Map halves (a, b) of the last dim to (-b, a): a 90-degree turn of each pair (a_i, b_i)."""
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate the first ``cos.shape[-1]`` dims of ``x`` [B, H, T, D]; the rest pass through.
+
+    Dim ``i`` is paired with dim ``i + r/2`` and the pair is rotated by its angle.
+    The arithmetic is done in float32 and cast back to ``x.dtype``.
+    """
+    r = cos.shape[-1]
+    x_rot, x_pass = x[..., :r].float(), x[..., r:]
+    x_rot = x_rot * cos + rotate_half(x_rot) * sin
+    return torch.cat((x_rot.to(x.dtype), x_pass), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """Turns position ids into the (cos, sin) tables used by :func:`apply_rotary`.
+
+    Pair ``i`` rotates at frequency ``base ** (-2i / rotary_dim)``. Angles are
+    computed from the given ids (per batch row, in float32), so any ids work.
+    """
+
+    def __init__(self, rotary_dim: int, base: float):
+        super().__init__()
+        self.rotary_dim = rotary_dim
+        self.base = base
+
+    def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """position_ids [B, T] -> cos, sin of shape [B, 1, T, rotary_dim] (broadcast over heads)."""
+        exponents = torch.arange(0, self.rotary_dim, 2, device=position_ids.device, dtype=torch.float32)
+        inv_freq = 1.0 / self.base ** (exponents / self.rotary_dim)
+        angles = position_ids[..., None].float() * inv_freq
+        angles = torch.cat((angles, angles), dim=-1)[:, None]
+        return angles.cos(), angles.sin()
+
+
+class SelfAttention(nn.Module):
+    """Multi-head causal self-attention with a fused qkv projection.
+
+    The qkv output is laid out per head as [q | k | v] (the GPT-NeoX layout).
+    A KV cache for generation would hook in after rotary is applied to ``k``:
+    concatenate cached keys/values along the time axis before attending.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.out = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None,
+                attn_mask: torch.Tensor | None) -> torch.Tensor:
+        """x [B, T, d_model]; attn_mask: None (plain causal) or bool [B, 1, T, T], True = may attend."""
+        B, T, _ = x.shape
+        qkv = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
+        q, k, v = qkv.chunk(3, dim=-1)  # each [B, H, T, head_dim]
+        if rope is not None:
+            q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if attn_mask is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        return self.out(y.transpose(1, 2).reshape(B, T, -1))
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward network: Linear -> GELU -> Linear."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.up = nn.Linear(cfg.d_model, cfg.mlp_dim)
+        self.down = nn.Linear(cfg.mlp_dim, cfg.d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x)))
+
+
+class Block(nn.Module):
+    """One transformer layer with pre-LayerNorm attention and MLP.
+
+    Parallel (NeoX): ``x + attn(ln1(x)) + mlp(ln2(x))``.
+    Sequential: ``h = x + attn(ln1(x))`` then ``h + mlp(ln2(h))``.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.parallel = cfg.parallel_residual
+        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.attn = SelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, rope, attn_mask):
+        if self.parallel:
+            return x + self.attn(self.ln1(x), rope, attn_mask) + self.mlp(self.ln2(x))
+        x = x + self.attn(self.ln1(x), rope, attn_mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class Decoder(nn.Module):
+    """Token embedding -> ``n_layer`` blocks -> final LayerNorm -> LM head (+ optional position head).
+
+    The position head is a bias-free ``Linear(d_model, max_positions)`` that
+    predicts the position id of the next token.
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_embed = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.position_encoding == "abs" else None
+        self.rotary = RotaryEmbedding(cfg.rotary_dim, cfg.rotary_base) if cfg.position_encoding == "rope" else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.position_head = nn.Linear(cfg.d_model, cfg.max_positions, bias=False) if cfg.position_head else None
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        """N(0, 0.02) weights and zero biases for Linear/Embedding; LayerNorm starts as identity."""
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def _check_positions(self, position_ids: torch.Tensor) -> None:
+        """Reject ids the encoding cannot represent (never clamp silently)."""
+        if self.cfg.position_encoding == "none" or position_ids.numel() == 0:
+            return
+        lo, hi = int(position_ids.min()), int(position_ids.max())
+        if lo < 0:
+            raise ValueError(f"position id {lo} is negative; position ids must be >= 0")
+        if self.pos_embed is not None and hi >= self.cfg.max_positions:
+            raise ValueError(f"position id {hi} >= max_positions {self.cfg.max_positions} "
+                             "of the absolute position table; raise max_positions in ModelConfig")
+
+    @staticmethod
+    def _build_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+        """Causal mask AND key-padding mask, as bool [B, 1, T, T] (True = may attend).
+
+        Every query may also attend to itself, so no row is fully masked (which
+        would give NaN); outputs at padding positions are meaningless anyway.
+        """
+        T = attention_mask.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=attention_mask.device).tril()
+        allowed = causal & attention_mask[:, None, None, :]
+        return allowed | torch.eye(T, dtype=torch.bool, device=attention_mask.device)
+
+    def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
+                attention_mask: torch.Tensor | None = None) -> ModelOutput:
+        """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token."""
+        if tokens.shape != position_ids.shape:
+            raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
+        if attention_mask is not None and (attention_mask.shape != tokens.shape or attention_mask.dtype != torch.bool):
+            raise ValueError("attention_mask must be a bool tensor shaped like tokens")
+        self._check_positions(position_ids)
+
+        x = self.embed(tokens)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(position_ids)
+        rope = self.rotary(position_ids) if self.rotary is not None else None
+        mask = self._build_mask(attention_mask) if attention_mask is not None else None
+        for block in self.blocks:
+            x = block(x, rope, mask)
+        x = self.ln_f(x)
+        position_logits = self.position_head(x) if self.position_head is not None else None
+        return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,201 @@
+"""Provenance of every artifact (SPEC 8): what produced it, from what, with which code.
+
+Each artifact carries a *record*: the rule, the exact config subset (canonical JSON and hash), the
+seeds, the SHA-256 of every input file, the code version (git commit, dirty flag, package version,
+digest of the stage's source files) and library versions. The record goes into the artifact's own
+metadata where the format has some (Parquet key-value metadata, safetensors header) and always
+into a JSON sidecar ``<artifact>.prov.json`` that also holds the artifact's own hash.
+
+This module imports nothing heavy: the Snakefile uses :func:`stage_digest` at parse time.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from .canonical import canonical_json, config_hash, sha256_file, sha256_text
+
+PARQUET_KEY = "lengthgen.provenance"
+SIDECAR_SUFFIX = ".prov.json"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+# Source files whose content defines each stage's results. Editing one reruns that stage's jobs
+# (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
+STAGE_SOURCES = {
+    "data": ["canonical.py", "datasets.py", "tasks"],
+    "train": ["model.py", "positions.py", "batches.py", "train.py", "tasks"],
+    "evaluate": ["model.py", "positions.py", "batches.py", "evaluate.py", "stats.py", "tasks"],
+    "figures": ["figures", "stats.py"],
+}
+LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake")
+
+
+def _stage_files(stage: str) -> list[Path]:
+    if stage not in STAGE_SOURCES:
+        raise KeyError(f"unknown stage {stage!r}; known: {sorted(STAGE_SOURCES)}")
+    files: list[Path] = []
+    for name in STAGE_SOURCES[stage]:
+        path = PACKAGE_DIR / name
+        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    return files
+
+
+@functools.cache
+def stage_digest(stage: str) -> str:
+    """SHA-256 over the relative names and contents of the source files of one stage."""
+    parts = [f"{p.relative_to(PACKAGE_DIR).as_posix()}\n{p.read_text()}" for p in _stage_files(stage)]
+    return sha256_text("\0".join(parts))
+
+
+@functools.cache
+def code_version() -> dict:
+    """Git commit and dirty flag of the checkout holding this package, and the package version."""
+    from . import __version__
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True,
+                                  timeout=20, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit or "unknown", "git_dirty": bool(status) if commit else None,
+            "package_version": __version__}
+
+
+@functools.cache
+def library_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
+                 seeds: dict | None = None) -> dict:
+    """The provenance record of an artifact about to be written."""
+    files = {role: {"path": str(path), "sha256": sha256_file(path)} for role, path in (inputs or {}).items()}
+    return {
+        "format": "lengthgen.provenance/1",
+        "rule": rule,
+        "config": json.loads(canonical_json(config)),
+        "config_hash": config_hash(config),
+        "seeds": seeds or {},
+        "inputs": files,
+        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage)},
+        "libraries": library_versions(),
+    }
+
+
+def sidecar_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def attach(path: str | Path, record: dict, writer: Callable[[Path, dict[str, str]], None]) -> None:
+    """Write an artifact atomically with its record, then its sidecar.
+
+    ``writer(tmp_path, metadata)`` writes the artifact to ``tmp_path``, embedding ``metadata`` (a
+    str -> str dict) where the format allows; the file is renamed into place only when complete.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    writer(tmp, {PARQUET_KEY: canonical_json(record)})
+    os.replace(tmp, path)
+    write_sidecar(path, record)
+
+
+def write_sidecar(path: str | Path, record: dict) -> None:
+    path = Path(path)
+    side = sidecar_path(path)
+    body = {**record, "artifact": {"path": str(path), "sha256": sha256_file(path)}}
+    tmp = side.with_name(f".{side.name}.partial")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, side)
+
+
+def read_record(path: str | Path) -> dict:
+    """The record of an artifact: from its sidecar, else from its embedded metadata."""
+    path = Path(path)
+    side = sidecar_path(path)
+    if side.exists():
+        return json.loads(side.read_text())
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(path).metadata or {}
+        if PARQUET_KEY.encode() in meta:
+            return json.loads(meta[PARQUET_KEY.encode()])
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(path, "pt") as handle:
+            meta = handle.metadata() or {}
+        if PARQUET_KEY in meta:
+            return json.loads(meta[PARQUET_KEY])
+    raise FileNotFoundError(f"{path}: no provenance record (no sidecar {side.name}, no embedded metadata)")
+
+
+def trace(path: str | Path, _seen: dict | None = None) -> dict:
+    """The provenance chain of ``path``: its record with each input's chain nested under ``upstream``."""
+    seen = {} if _seen is None else _seen
+    key = str(path)
+    if key in seen:
+        return seen[key]
+    try:
+        record = read_record(path)
+    except FileNotFoundError as err:
+        node = {"path": key, "missing": str(err)}
+    else:
+        node = {"path": key, "record": record, "upstream": {}}
+        for role, item in record.get("inputs", {}).items():
+            node["upstream"][role] = trace(item["path"], seen)
+    seen[key] = node
+    return node
+
+
+def format_trace(node: dict, with_config: bool = False) -> str:
+    """Human-readable tree of :func:`trace` output."""
+    lines: list[str] = []
+
+    def walk(item: dict, role: str, indent: str, seen: set[str]) -> None:
+        head = f"{indent}{role + ': ' if role else ''}{item['path']}"
+        if "missing" in item:
+            lines.append(f"{head}  [no provenance: {item['missing']}]")
+            return
+        if item["path"] in seen:
+            lines.append(f"{head}  [see above]")
+            return
+        seen.add(item["path"])
+        rec = item["record"]
+        code = rec["code"]
+        dirty = " dirty" if code.get("git_dirty") else ""
+        lines.append(head)
+        pad = indent + "    "
+        lines.append(f"{pad}rule {rec['rule']}; config {rec['config_hash'][:12]}; seeds {canonical_json(rec['seeds'])}")
+        lines.append(f"{pad}code {code['git_commit'][:12]}{dirty} v{code['package_version']}; "
+                     f"stage {code['stage']} {code['stage_digest'][:12]}")
+        if "artifact" in rec:
+            lines.append(f"{pad}sha256 {rec['artifact']['sha256']}")
+        if with_config:
+            lines.append(f"{pad}config {canonical_json(rec['config'])}")
+        for sub_role, sub in item["upstream"].items():
+            expected = rec["inputs"][sub_role]["sha256"]
+            walk(sub, f"{sub_role} (sha256 {expected[:12]})", pad, seen)
+
+    walk(node, "", "", set())
+    return "\n".join(lines)

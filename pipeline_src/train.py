@@ -1,0 +1,163 @@
+"""Training one cell (task, scheme, K_train, seed): AdamW, warmup then linear decay, gradient
+clipping, loss on response tokens only. Resumable: the whole state (weights, optimizer, random
+generator, log) is checkpointed atomically, so a killed run that restarts ends with the same
+weights as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import polars as pl
+import torch
+import torch.nn.functional as F
+
+from . import datasets
+from .batches import SequenceTable, training_batch
+from .canonical import config_hash
+from .checkpoints import load_state, save_model, save_state
+from .model import Decoder, ModelConfig
+from .positions import get_scheme, train_position_ids
+from .provenance import attach, build_record
+from .tasks import get_task
+
+LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64, "lr": pl.Float64,
+              "grad_norm": pl.Float64, "seconds": pl.Float64}
+
+
+def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
+    """Linear warmup from 0 to ``peak`` over ``warmup`` steps, then linear decay to
+    ``final_ratio * peak`` at ``total``."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return peak * (1.0 - (1.0 - final_ratio) * min(1.0, progress))
+
+
+def build_model(spec: dict) -> Decoder:
+    task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
+    cfg = ModelConfig(vocab_size=len(task.vocab), position_encoding=scheme.encoding, **spec["model"])
+    target = spec["positions"]["target_length"]
+    if cfg.position_encoding == "abs" and target > cfg.max_positions:
+        raise ValueError(f"model.max_positions={cfg.max_positions} must be >= positions.target_length="
+                         f"{target} for scheme {scheme.name}")
+    torch.manual_seed(spec["seed"])
+    return Decoder(cfg)
+
+
+def make_optimizer(model: Decoder, opt: dict) -> torch.optim.AdamW:
+    """AdamW with weight decay on weight matrices and embeddings only (not on biases or LayerNorm)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    other = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": opt["weight_decay"]}, {"params": other, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=1e-8)
+
+
+def autocast(precision: str):
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", threads: int | None = None,
+          progress: Callable[[str], None] | None = None, stop_at_step: int | None = None) -> dict:
+    """Train the cell described by ``spec`` on ``train_data``; write model, log and summary into
+    ``out_dir``. ``stop_at_step`` ends the run early (as a kill would), for tests."""
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    if threads:
+        torch.set_num_threads(threads)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    opt = spec["train"]
+    task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
+    table = SequenceTable.from_frame(datasets.read(train_data, task.schema))
+    model = build_model(spec)
+    optimizer = make_optimizer(model, opt)
+    generator = torch.Generator().manual_seed(spec["seed"])
+    identity = config_hash(spec)
+    resume_path = out_dir / f"resume-{identity[:16]}.pt"
+    step, log = 0, []
+    if resume_path.exists():
+        state = load_state(resume_path, identity)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        step, log = state["step"], state["log"]
+        say(f"resuming {out_dir} from step {step}")
+    say(f"training {spec['task']}/{scheme.name}/K{spec['k_train']}/seed{spec['seed']}: "
+        f"{model.num_parameters():,} parameters, {len(table):,} samples, {opt['steps']} steps")
+
+    total = opt["steps"]
+    started = time.perf_counter() - (log[-1][5] if log else 0.0)  # seconds accumulate across resumes
+    model.train()
+    while step < total:
+        if stop_at_step is not None and step >= stop_at_step:
+            return {"stopped_at": step}
+        lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        index = torch.randint(len(table), (opt["batch_size"],), generator=generator)
+        batch = training_batch(table, index, opt["pad_multiple"])
+        positions = train_position_ids(scheme, batch.positions, batch.lengths,
+                                       target_length=spec["positions"]["target_length"],
+                                       pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
+        positions = positions.masked_fill(~_real(batch), 0)  # padding never indexes a table
+        with autocast(opt["precision"]):
+            logits = model(batch.inputs, positions).token_logits
+        picked = logits[batch.loss_mask].float()
+        answer = batch.targets[batch.loss_mask]
+        loss = F.cross_entropy(picked, answer)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
+        optimizer.step()
+        step += 1
+        accuracy = (picked.argmax(-1) == answer).double().mean().item()
+        log.append((step, loss.item(), accuracy, lr, grad_norm.item(), time.perf_counter() - started))
+        if step % opt["log_every"] == 0 or step == total:
+            _report(say, log, opt["log_every"], total)
+        if step % opt["checkpoint_every"] == 0 and step < total:
+            save_state(resume_path, {"config_hash": identity, "step": step, "model": model.state_dict(),
+                                     "optimizer": optimizer.state_dict(),
+                                     "generator": generator.get_state(), "log": log})
+
+    summary = _finish(spec, model, log, train_data, out_dir, rule)
+    resume_path.unlink(missing_ok=True)
+    return summary
+
+
+def _real(batch) -> torch.Tensor:
+    return torch.arange(batch.inputs.shape[1])[None, :] < batch.lengths[:, None]
+
+
+def _report(say, log, window: int, total: int) -> None:
+    recent = log[-window:]
+    step = recent[-1][0]
+    loss = sum(r[1] for r in recent) / len(recent)
+    acc = sum(r[2] for r in recent) / len(recent)
+    before = log[-window - 1][5] if len(log) > window else 0.0
+    rate = len(recent) / max(1e-9, recent[-1][5] - before)
+    eta = (total - step) / rate
+    say(f"step {step}/{total}  loss {loss:.4f}  acc {acc:.3f}  lr {recent[-1][3]:.2e}  "
+        f"{rate:.1f} steps/s  eta {eta:.0f}s")
+
+
+def _finish(spec: dict, model: Decoder, log: list, train_data: Path, out_dir: Path, rule: str) -> dict:
+    record = build_record(rule, "train", spec, inputs={"train_data": train_data}, seeds={"seed": spec["seed"]})
+    description = {"task": spec["task"], "scheme": spec["scheme"], "k_train": spec["k_train"],
+                   "seed": spec["seed"], "vocab": list(get_task(spec["task"]).vocab.tokens)}
+    save_model(model, out_dir, description, record)
+    frame = pl.DataFrame(log, schema=LOG_SCHEMA, orient="row")
+    attach(out_dir / "train_log.parquet", record,
+           lambda tmp, meta: frame.write_parquet(tmp, metadata=meta, statistics=False))
+    tail = frame.tail(max(1, len(frame) // 10))
+    summary = {"steps": len(frame), "final_loss": float(tail["loss"].mean()),
+               "final_accuracy": float(tail["accuracy"].mean()), "parameters": model.num_parameters(),
+               "train_seconds": float(frame["seconds"].max()), "config_hash": record["config_hash"]}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary

@@ -1,0 +1,16 @@
+"""Smoke test for pipeline_src.benchmark at a tiny size."""
+
+from pipeline_src.benchmark import format_report, run_benchmark
+
+
+def test_run_benchmark_tiny():
+    result = run_benchmark(d_model=32, n_layer=1, n_head=2, seq_len=16, batch_size=4,
+                           steps=2, warmup=1, matmul_size=256)
+    assert result["tokens_per_s"] > 0
+    assert 0 < result["fraction_of_matmul"] <= 1.5
+    assert result["matmul_flops_per_s"]["fp32"] > 0 and result["matmul_flops_per_s"]["bf16"] > 0
+    if result["hf_tokens_per_s"] is not None:
+        assert result["hf_tokens_per_s"] > 0 and result["ratio_ours_over_hf"] > 0
+    else:
+        assert "not installed" in result["hf_status"]
+    assert "tokens/s" in format_report(result)
