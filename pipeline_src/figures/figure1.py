@@ -20,8 +20,11 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     k_trains = sorted(set(summary["k_train"]))
     k_tests = sorted(set(summary["k"]))
     colours = plt.get_cmap("viridis")
+    lengths = sorted(set(summary["length"]))
+    bottom = min(0.4, float(summary["low"].min()) - 0.05)
     fig, axes = plt.subplots(len(schemes), len(k_trains), squeeze=False, sharex=True, sharey=True,
-                             figsize=(3.2 * len(k_trains) + 1.2, 2.8 * len(schemes) + 0.6))
+                             figsize=(3.2 * len(k_trains) + 1.2, 2.6 * len(schemes) + 0.8),
+                             layout="constrained")
     for row, scheme in enumerate(schemes):
         for col, k_train in enumerate(k_trains):
             ax = axes[row][col]
@@ -38,14 +41,15 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                 ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour, label=f"k={k}")
                 ax.fill_between(part["length"], low, high, color=colour, alpha=0.2, lw=0)
             ax.set_xscale(spec["x_scale"])
-            ax.set_ylim(0.4, 1.02)
+            ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
+            ax.minorticks_off()
+            ax.set_ylim(bottom, 1.02)
             ax.set_title(f"{scheme}, K_train={k_train}", fontsize=9)
             if row == len(schemes) - 1:
                 ax.set_xlabel("length 2l")
             if col == 0:
                 ax.set_ylabel("accuracy")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center right", title="k_test", fontsize=8)
+    fig.legend(handles, labels, loc="outside right center", title="k_test", fontsize=8)
     fig.suptitle("Sparse parity: length generalization (mean over seeds, band = spread)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1 - 1.0 / (3.2 * len(k_trains) + 1.2), 1))
     save_figure(fig, outputs, rule, spec, inputs)

@@ -6,6 +6,8 @@
 import pandera.polars as pa
 import polars as pl
 
+from .sparse_parity import VOCAB
+
 
 class SparseParitySchema(pa.DataFrameModel):
     """One sample of D^sp(l, k) per row (SPEC 2.1)."""
@@ -36,6 +38,13 @@ class SparseParitySchema(pa.DataFrameModel):
         return data.lazyframe.select(
             (pl.col("prompt").list.len() == pl.col("length") + 2)
             & (pl.col("prompt_pos").list.len() == pl.col("prompt").list.len()))
+
+    @pa.dataframe_check
+    def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
+        size = len(VOCAB)
+        return data.lazyframe.select(
+            pl.col("prompt").list.eval(pl.element().is_between(0, size - 1)).list.all()
+            & pl.col("response").list.eval(pl.element().is_between(0, size - 1)).list.all())
 
     @pa.dataframe_check
     def one_response_token(cls, data) -> pl.LazyFrame:

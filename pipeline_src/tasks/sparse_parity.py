@@ -48,6 +48,8 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
 
 def train_k_l(rng: np.random.Generator, n: int, k_train: int, l_min: int, l_max: int):
     """The training law: k ~ Unif{1..K_train}, then l ~ Unif{max(k, l_min)..l_max}."""
+    if l_min > l_max:
+        raise ValueError(f"l_min={l_min} exceeds l_max={l_max}")
     if k_train > l_max:
         raise ValueError(f"K_train={k_train} exceeds l_max={l_max}: no sample can have k <= l")
     k = rng.integers(1, k_train + 1, size=n)
@@ -110,5 +112,8 @@ def generate_eval(params: dict, seed: int):
         k = np.full(n, k_test, dtype=np.int64)
         l = np.full(n, length // 2, dtype=np.int64)
         frames.append(pl.DataFrame(frame_columns(sample(rng, k, l), k, l)))
+    if not frames:
+        raise ValueError(f"the evaluation grid is empty: every k_test {params['k_test']} exceeds "
+                         f"l = length/2 for every length {params['lengths']}")
     return pl.concat(frames)
 

@@ -1,0 +1,24 @@
+# lengthgen: reproduces "The Role of Sparsity for Length Generalization" (Golowich et al., ICML 2025).
+# Run `snakemake --cores N all`; see README.md and config/README.md.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        FIGURE1,

@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny specs and datasets that every test can afford."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from pipeline_src import datasets
+from pipeline_src.provenance import build_record
+from pipeline_src.tasks import get_task
+
+TINY_MODEL = {"d_model": 32, "n_layer": 1, "n_head": 2, "d_mlp": 64, "rotary_pct": 1.0,
+              "rotary_base": 10000.0, "max_positions": 256, "parallel_residual": True}
+TINY_TRAIN = {"steps": 12, "batch_size": 8, "lr": 1e-3, "betas": [0.9, 0.999], "warmup_steps": 3,
+              "final_lr_ratio": 0.0, "weight_decay": 0.1, "grad_clip": 1.0, "precision": "fp32",
+              "pad_multiple": 8, "log_every": 4, "checkpoint_every": 5}
+
+
+def tiny_train_spec(scheme: str = "rope_pose", **train) -> dict:
+    return {"task": "sparse_parity", "scheme": scheme, "k_train": 2, "seed": 3,
+            "model": dict(TINY_MODEL), "train": {**copy.deepcopy(TINY_TRAIN), **train},
+            "positions": {"pose_chunks": 2, "target_length": 103}}
+
+
+def write_dataset(path, split: str, params: dict, seed: int = 1):
+    task = get_task("sparse_parity")
+    spec = {"task": "sparse_parity", "split": split, "seed": seed, "params": params}
+    frame = {"train": task.generate_train, "eval": task.generate_eval}[split](params, seed)
+    datasets.write(frame, path, task.schema, build_record("test", "data", spec, seeds={"seed": seed}))
+    return path
+
+
+@pytest.fixture
+def train_data(tmp_path):
+    return write_dataset(tmp_path / "train.parquet", "train",
+                         {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 300})
+
+
+@pytest.fixture
+def eval_data(tmp_path):
+    return write_dataset(tmp_path / "eval.parquet", "eval",
+                         {"k_test": [1, 2], "lengths": [20, 60], "n_per_cell": 6}, seed=2)

@@ -1,0 +1,246 @@
+"""Positional schemes (SPEC 3): PoSE and shift training IDs, dispatch, and training batches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pipeline_src import positions
+from pipeline_src.batches import SequenceTable, training_batch
+from pipeline_src.positions import SCHEMES, eval_position_ids, get_scheme, pose_ids, shift_ids, train_position_ids
+from pipeline_src.tasks import get_task
+
+
+def random_batch(gen: torch.Generator, batch: int, width: int):
+    """Base IDs 0..width-1 on every row and real lengths in 1..width (including 1, 2 and width)."""
+    lengths = torch.randint(1, width + 1, (batch,), generator=gen)
+    lengths[0] = 1
+    if width >= 2:
+        lengths[1] = 2
+    lengths[-1] = width
+    base = torch.arange(width).expand(batch, width).clone()
+    return base, lengths
+
+
+def jumps(ids: list[int]) -> list[int]:
+    """Differences between consecutive IDs that are not 1 (i.e. PoSE skips)."""
+    return [b - a for a, b in zip(ids, ids[1:]) if b - a != 1]
+
+
+# --- PoSE ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunks", [2, 3])
+def test_pose_invariants_on_random_batches(chunks):
+    gen = torch.Generator().manual_seed(100 + chunks)
+    draws = torch.Generator().manual_seed(7)
+    for trial in range(150):
+        width = int(torch.randint(1, 40, (1,), generator=draws))
+        target = width + int(torch.randint(0, 60, (1,), generator=draws))
+        base, lengths = random_batch(draws, 9, width)
+        out = pose_ids(base, lengths, target, chunks, gen)
+        assert out.shape == base.shape and out.dtype == torch.long
+        for row, length in zip(out.tolist(), lengths.tolist()):
+            ids = row[:length]
+            assert ids[0] == 0, (trial, ids)
+            assert all(b > a for a, b in zip(ids, ids[1:])), (trial, ids)
+            assert max(ids) < target, (trial, ids, target)
+            skips = jumps(ids)
+            assert len(skips) <= chunks - 1, (trial, ids)
+            assert sum(s - 1 for s in skips) == ids[-1] - (length - 1)
+
+
+def test_pose_is_reproducible_with_a_fixed_generator():
+    base, lengths = random_batch(torch.Generator().manual_seed(1), 16, 30)
+    a = pose_ids(base, lengths, 200, 3, torch.Generator().manual_seed(42))
+    b = pose_ids(base, lengths, 200, 3, torch.Generator().manual_seed(42))
+    c = pose_ids(base, lengths, 200, 3, torch.Generator().manual_seed(43))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+@pytest.mark.parametrize("chunks", [2, 3])
+def test_pose_skips_use_the_whole_budget(chunks):
+    gen = torch.Generator().manual_seed(5)
+    width, target = 12, 60
+    base = torch.arange(width).expand(32, width).clone()
+    lengths = torch.full((32,), width)
+    largest, no_skip, jump_at = 0, 0, set()
+    for _ in range(60):
+        out = pose_ids(base, lengths, target, chunks, gen).tolist()
+        for ids in out:
+            largest = max(largest, ids[-1])
+            no_skip += ids[-1] == width - 1
+            jump_at.update(i for i in range(1, width) if ids[i] - ids[i - 1] != 1)
+    assert largest == target - 1
+    assert no_skip > 0  # u = 0 happens (probability ~1/budget per row for two chunks)
+    assert no_skip < 60 * 32 // 4  # but skips are the rule
+    assert jump_at == set(range(1, width))  # every cut point in 1..length-1 gets used
+
+
+def test_pose_skip_is_uniform_for_two_chunks():
+    gen = torch.Generator().manual_seed(9)
+    width, target = 10, 110  # budget = 100
+    base = torch.arange(width).expand(4000, width).clone()
+    lengths = torch.full((4000,), width)
+    out = pose_ids(base, lengths, target, 2, gen)
+    skip = (out[:, -1] - (width - 1)).double()
+    assert skip.min() >= 0 and skip.max() <= 100
+    assert abs(skip.mean().item() - 50) < 3
+    assert (skip == 0).any()
+
+
+def test_pose_sometimes_has_no_skip_with_small_budget():
+    gen = torch.Generator().manual_seed(3)
+    base = torch.arange(8).expand(200, 8).clone()
+    lengths = torch.full((200,), 8)
+    out = pose_ids(base, lengths, 10, 2, gen)  # budget 2
+    plain = (out == base).all(dim=1)
+    assert 0 < int(plain.sum()) < 200
+
+
+def test_pose_exact_fit_and_too_long():
+    base = torch.arange(10).expand(3, 10).clone()
+    lengths = torch.tensor([10, 4, 1])
+    out = pose_ids(base, lengths, 10, 2, torch.Generator().manual_seed(0))
+    assert out[0].tolist() == list(range(10))  # no room: unchanged
+    with pytest.raises(ValueError):
+        pose_ids(base, lengths, 9, 2, torch.Generator().manual_seed(0))
+
+
+# --- shift --------------------------------------------------------------------------------------
+
+def test_shift_is_one_offset_per_row():
+    gen = torch.Generator().manual_seed(11)
+    draws = torch.Generator().manual_seed(12)
+    for _ in range(100):
+        width = int(torch.randint(1, 30, (1,), generator=draws))
+        target = width + int(torch.randint(0, 40, (1,), generator=draws))
+        base, lengths = random_batch(draws, 7, width)
+        out = shift_ids(base, lengths, target, gen)
+        assert out.shape == base.shape
+        for ids, b, length in zip(out.tolist(), base.tolist(), lengths.tolist()):
+            offsets = {i - j for i, j in zip(ids[:length], b[:length])}
+            assert len(offsets) == 1
+            (r,) = offsets
+            assert 0 <= r
+            assert max(ids[:length]) < target
+
+
+def test_shift_offsets_cover_their_range():
+    gen = torch.Generator().manual_seed(4)
+    width, target = 10, 30  # r in 0..20 for full rows
+    base = torch.arange(width).expand(64, width).clone()
+    lengths = torch.full((64,), width)
+    seen = set()
+    for _ in range(20):
+        out = shift_ids(base, lengths, target, gen)
+        seen.update((out[:, 0] - base[:, 0]).tolist())
+    assert seen == set(range(0, 21))
+    # shorter rows have a larger budget
+    lengths = torch.full((64,), 3)
+    seen = set()
+    for _ in range(20):
+        seen.update((shift_ids(base, lengths, target, gen)[:, 0]).tolist())
+    assert max(seen) == target - 3 and min(seen) == 0
+
+
+def test_shift_reproducible_and_too_long():
+    base = torch.arange(6).expand(50, 6).clone()
+    lengths = torch.full((50,), 6)
+    a = shift_ids(base, lengths, 100, torch.Generator().manual_seed(1))
+    b = shift_ids(base, lengths, 100, torch.Generator().manual_seed(1))
+    assert torch.equal(a, b)
+    with pytest.raises(ValueError):
+        shift_ids(base, lengths, 5, torch.Generator().manual_seed(1))
+
+
+# --- dispatch -----------------------------------------------------------------------------------
+
+SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
+    "nope": ("none", "identity"),
+    "rope": ("rope", "identity"),
+    "abs": ("abs", "identity"),
+    "rope_pose": ("rope", "pose"),
+    "abs_shift": ("abs", "shift"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
+def test_spec_schemes_are_registered(name):
+    scheme = get_scheme(name)
+    assert (scheme.encoding, scheme.train_transform) == SPEC_SCHEMES[name]
+
+
+def _batch():
+    base = torch.arange(20).expand(6, 20).clone()
+    lengths = torch.tensor([20, 1, 2, 7, 13, 20])
+    return base, lengths
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_train_position_ids_dispatch(name):
+    scheme = SCHEMES[name]
+    base, lengths = _batch()
+    out = train_position_ids(scheme, base, lengths, target_length=60, pose_chunks=2,
+                             generator=torch.Generator().manual_seed(8))
+    if scheme.train_transform == "identity":
+        assert torch.equal(out, base)
+    elif scheme.train_transform == "pose":
+        assert torch.equal(out, pose_ids(base, lengths, 60, 2, torch.Generator().manual_seed(8)))
+        assert not torch.equal(out, base)
+    elif scheme.train_transform == "shift":
+        assert torch.equal(out, shift_ids(base, lengths, 60, torch.Generator().manual_seed(8)))
+        assert not torch.equal(out, base)
+    else:
+        pytest.skip(f"transform {scheme.train_transform!r} is not covered here")
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_eval_position_ids_are_the_base(name):
+    base, _ = _batch()
+    assert torch.equal(eval_position_ids(SCHEMES[name], base), base)
+
+
+def test_get_scheme_unknown_names_it():
+    with pytest.raises(KeyError, match="bogus"):
+        get_scheme("bogus")
+    assert positions.get_scheme("rope") is SCHEMES["rope"]
+
+
+# --- training batches ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def frame():
+    return get_task("sparse_parity").generate_train(
+        {"k_train": 3, "l_min": 2, "l_max": 9, "n_samples": 40}, 6)
+
+
+@pytest.mark.parametrize("pad_multiple", [1, 5, 8])
+@pytest.mark.parametrize("rows", [[0], [3, 1, 2], list(range(40)), [39, 0, 17, 17]])
+def test_training_batch(frame, pad_multiple, rows):
+    table = SequenceTable.from_frame(frame)
+    assert len(table) == frame.height
+    batch = training_batch(table, torch.tensor(rows), pad_multiple)
+    sequences = [frame["prompt"][r].to_list() + frame["response"][r].to_list() for r in rows]
+    ids = [frame["prompt_pos"][r].to_list() + frame["response_pos"][r].to_list() for r in rows]
+    prompt_lens = [len(frame["prompt"][r]) for r in rows]
+    longest = max(len(s) for s in sequences) - 1
+    width = batch.inputs.shape[1]
+    assert width % pad_multiple == 0
+    assert longest <= width < longest + pad_multiple
+    for tensor in (batch.positions, batch.targets, batch.loss_mask):
+        assert tensor.shape == (len(rows), width)
+    assert batch.lengths.tolist() == [len(s) - 1 for s in sequences]
+    for b, (seq, pos, plen) in enumerate(zip(sequences, ids, prompt_lens)):
+        n = len(seq) - 1
+        pad = [0] * (width - n)
+        # inputs/positions past the real length are don't-care (masked); the real part must match
+        assert batch.inputs[b, :n].tolist() == seq[:-1]
+        assert batch.positions[b, :n].tolist() == pos[:-1]
+        assert batch.targets[b].tolist() == seq[1:] + pad
+        mask = batch.loss_mask[b].tolist()
+        assert [i for i, m in enumerate(mask) if m] == [plen - 1]
+        assert batch.targets[b, plen - 1].item() == frame["response"][rows[b]][0]
+    # targets are the inputs shifted by one wherever both are real
+    real = torch.arange(width)[None, :] < (batch.lengths - 1)[:, None]
+    assert torch.equal(batch.targets[:, :-1][real[:, :-1]], batch.inputs[:, 1:][real[:, :-1]])

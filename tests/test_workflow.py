@@ -1,0 +1,104 @@
+"""The Snakemake workflow end to end on the smoke config: outputs, no-op reruns, exact reruns
+after a config edit, config errors before any job, lint."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    if check and done.returncode:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def planned_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
+    """Rule -> job count from a dry run's 'Job stats' table."""
+    text = done.stdout + done.stderr
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:")[1].split("total")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
+
+
+def write_override(workdir: Path, name: str, body: dict) -> str:
+    path = workdir / "config" / name
+    path.write_text(yaml.safe_dump(body))
+    return f"config/{name}"
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    """A copy of the workflow that has run the smoke config once."""
+    workdir = tmp_path_factory.mktemp("workflow")
+    shutil.copy(REPO / "Snakefile", workdir)
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, workdir / folder)
+    snakemake(workdir, "all", "--configfile", "config/smoke.yaml")
+    return workdir
+
+
+def test_smoke_run_writes_figure_and_provenance(pipeline):
+    figures = pipeline / "results" / "figures"
+    for name in ("figure1.png", "figure1.pdf", "figure1.png.prov.json", "figure1.pdf.prov.json"):
+        assert (figures / name).stat().st_size > 0, name
+    assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == 4
+
+
+def test_second_run_does_nothing(pipeline):
+    assert planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml")) == {}
+
+
+def test_reordered_yaml_reruns_nothing(pipeline):
+    smoke = yaml.safe_load((pipeline / "config" / "smoke.yaml").read_text())
+    reordered = {"sparse_parity": dict(reversed(list(smoke["sparse_parity"].items())))}
+    reordered["sparse_parity"]["model"] = dict(reversed(list(smoke["sparse_parity"]["model"].items())))
+    override = write_override(pipeline, "reordered.yaml", reordered)
+    assert planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", override)) == {}
+
+
+def test_eval_edit_reruns_only_evaluation_and_figure(pipeline):
+    override = write_override(pipeline, "eval_batch.yaml", {"sparse_parity": {"eval": {"batch_size": 7}}})
+    jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
+    assert jobs == {"evaluate": 4, "figure1": 1, "all": 1}
+    override = write_override(pipeline, "eval_n.yaml", {"sparse_parity": {"eval": {"n_per_cell": 11}}})
+    jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
+    assert jobs == {"eval_data": 1, "evaluate": 4, "figure1": 1, "all": 1}
+
+
+def test_training_edit_reruns_training_downstream_only(pipeline):
+    override = write_override(pipeline, "steps.yaml", {"sparse_parity": {"train": {"steps": 31}}})
+    jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
+    assert jobs == {"train": 4, "evaluate": 4, "figure1": 1, "all": 1}
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"sparse_parity": {"train": {"lr": "1e-3"}}}, "lr"),
+    ({"sparse_parity": {"train": {"learning_rate": 0.1}}}, "learning_rate"),
+    ({"sparse_parity": {"schemes": ["rope", "alibi"]}}, "schemes"),
+    ({"sparse_parity": {"k_train": [40]}}, "k_train"),
+])
+def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, field):
+    override = write_override(pipeline, "bad.yaml", body)
+    done = snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override, check=False)
+    assert done.returncode != 0
+    assert field in done.stdout + done.stderr
+    assert "Job stats" not in done.stdout + done.stderr
+
+
+def test_lint_is_clean(pipeline):
+    done = snakemake(pipeline, "--lint", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,24 @@
+# One evaluation job per trained model, sweeping every cell of the task's evaluation grid.
+
+
+rule evaluate:
+    input:
+        model="results/train/{task}/{scheme}/k{k}/seed{seed}/model.safetensors",
+        eval_data="results/data/{task}/eval.parquet",
+    output:
+        "results/eval/{task}/{scheme}/k{k}/seed{seed}/accuracy.parquet",
+    params:
+        rule="evaluate",
+        spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
+        code=stage_digest("evaluate"),
+        model_dir=lambda wc, input: os.path.dirname(input.model),
+    threads: config["threads"]["evaluate"]
+    conda:
+        "../envs/lengthgen.yaml"
+    log:
+        "results/logs/eval/{task}/{scheme}/k{k}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/eval/{task}/{scheme}/k{k}/seed{seed}.tsv"
+    shell:
+        "lengthgen evaluate --rule {params.rule} --spec {params.spec:q} --threads {threads}"
+        " --model-dir {params.model_dir} --eval-data {input.eval_data} --out {output} 2> {log}"
