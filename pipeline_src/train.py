@@ -81,13 +81,13 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
     generator = torch.Generator().manual_seed(spec["seed"])
     identity = config_hash(spec)
     resume_path = out_dir / f"resume-{identity[:16]}.pt"
-    step, log = 0, []
+    step, log, pending = 0, [], []
     if resume_path.exists():
         state = load_state(resume_path, identity)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
-        step, log = state["step"], state["log"]
+        step, log, pending = state["step"], state["log"], state["pending"]
         say(f"resuming {out_dir} from step {step}")
     say(f"training {spec['task']}/{scheme.name}/K{spec['k_train']}/seed{spec['seed']}: "
         f"{model.num_parameters():,} parameters, {len(table):,} samples, {opt['steps']} steps")
@@ -101,7 +101,9 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
         lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
         for group in optimizer.param_groups:
             group["lr"] = lr
-        index = torch.randint(len(table), (opt["batch_size"],), generator=generator)
+        if not pending:
+            pending = grouped_batches(table.lengths, opt["batch_size"], opt["length_grouping"], generator)
+        index = pending.pop()
         batch = training_batch(table, index, opt["pad_multiple"])
         positions = train_position_ids(scheme, batch.positions, batch.lengths,
                                        target_length=spec["positions"]["target_length"],
@@ -124,11 +126,24 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
         if step % opt["checkpoint_every"] == 0 and step < total:
             save_state(resume_path, {"config_hash": identity, "step": step, "model": model.state_dict(),
                                      "optimizer": optimizer.state_dict(),
-                                     "generator": generator.get_state(), "log": log})
+                                     "generator": generator.get_state(), "log": log,
+                                     "pending": pending})
 
     summary = _finish(spec, model, log, train_data, out_dir, rule)
     resume_path.unlink(missing_ok=True)
     return summary
+
+
+def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
+                    generator: torch.Generator) -> list[torch.Tensor]:
+    """Draw ``groups`` batches of uniformly random samples at once and group them by length.
+
+    The samples are exactly as random as ``groups`` independent draws; only which batch each lands
+    in depends on its length, so each batch needs less padding. Returned in random order."""
+    index = torch.randint(len(lengths), (batch_size * groups,), generator=generator)
+    index = index[lengths[index].argsort(stable=True)]
+    order = torch.randperm(groups, generator=generator)
+    return list(index.view(groups, batch_size)[order])
 
 
 def _real(batch) -> torch.Tensor:
