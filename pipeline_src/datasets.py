@@ -9,7 +9,7 @@ import pandera.polars as pa
 import polars as pl
 import pyarrow as pa_arrow
 
-from .provenance import attach, PARQUET_KEY
+from .provenance import attach
 
 
 class DataError(ValueError):
@@ -60,5 +60,3 @@ def read(path: str | Path, schema: type[pa.DataFrameModel]) -> pl.DataFrame:
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
     return validate(frame, schema, path)
 
-
-__all__ = ["DataError", "ragged", "padded", "validate", "write", "read", "PARQUET_KEY"]

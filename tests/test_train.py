@@ -95,3 +95,38 @@ def test_absolute_table_too_small_is_a_named_error(tmp_path, train_data):
     spec["model"]["max_positions"] = 64
     with pytest.raises(ValueError, match="max_positions"):
         train(spec, train_data, tmp_path / "m", **quiet)
+
+
+def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data):
+    """A real `kill -9` of `lengthgen train` after its first checkpoint, then a rerun."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pipeline_src.canonical import canonical_json
+
+    spec = tiny_train_spec(steps=400, checkpoint_every=25, log_every=500)
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "pipeline_src.cli", "train", "--spec", canonical_json(spec),
+               "--threads", "1", "--train-data", str(train_data), "--out-dir", str(out)]
+    job = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("resume-*.pt")) and time.monotonic() < deadline and job.poll() is None:
+        time.sleep(0.005)
+    time.sleep(0.05)  # let it run on past the checkpoint, possibly into the next one
+    os.kill(job.pid, signal.SIGKILL)
+    assert job.wait() == -signal.SIGKILL, "the job finished before it could be killed"
+    assert not (out / "model.safetensors").exists()
+
+    rerun = subprocess.run(command, check=True, stderr=subprocess.PIPE, text=True)
+    assert "resuming" in rerun.stderr
+    previous = torch.get_num_threads()
+    try:
+        train(spec, train_data, tmp_path / "straight", threads=1, **quiet)
+    finally:
+        torch.set_num_threads(previous)
+    straight, resumed = weights(tmp_path / "straight"), weights(out)
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
