@@ -11,6 +11,10 @@ Three position encodings are supported:
 * ``"rope"``: rotary embedding of queries and keys (NeoX "rotate_half" layout);
 * ``"abs"``: a learned table of ``max_positions`` vectors added to the input;
 * ``"none"``: no positional signal at all (NoPE); ``position_ids`` are ignored.
+
+For generation, :meth:`Decoder.forward` can return and consume a :class:`KVCache`
+(the keys and values of the tokens seen so far), so each new token costs one
+single-position forward instead of a forward over the whole sequence.
 """
 
 from __future__ import annotations
@@ -88,9 +92,27 @@ class ModelConfig:
 
 
 @dataclass
+class KVCache:
+    """Keys and values of every layer for the tokens processed so far.
+
+    ``layers[i]`` is ``(keys, values)`` of layer ``i``, each [B, n_head, T_past, head_dim].
+    Keys are stored *after* rotary, each rotated by its own token's position id,
+    so cached entries never need to know the positions of later tokens.
+    """
+
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @property
+    def length(self) -> int:
+        """Number of cached time steps (T_past)."""
+        return self.layers[0][0].shape[2] if self.layers else 0
+
+
+@dataclass
 class ModelOutput:
     token_logits: torch.Tensor  # [B, T, vocab_size]
     position_logits: torch.Tensor | None  # [B, T, max_positions] when cfg.position_head
+    cache: KVCache | None = None  # past + new keys/values, when forward(use_cache=True)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -136,8 +158,9 @@ class SelfAttention(nn.Module):
     """Multi-head causal self-attention with a fused qkv projection.
 
     The qkv output is laid out per head as [q | k | v] (the GPT-NeoX layout).
-    A KV cache for generation would hook in after rotary is applied to ``k``:
-    concatenate cached keys/values along the time axis before attending.
+    With a KV cache, the cached keys/values (already rotated) are prepended
+    along the time axis after rotary is applied to the new ``k``; the new
+    queries then attend to every cached key and causally among themselves.
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -147,18 +170,29 @@ class SelfAttention(nn.Module):
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None,
-                attn_mask: torch.Tensor | None) -> torch.Tensor:
-        """x [B, T, d_model]; attn_mask: None (plain causal) or bool [B, 1, T, T], True = may attend."""
+                attn_mask: torch.Tensor | None,
+                past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """x [B, T, d_model] -> (output [B, T, d_model], (keys, values) including ``past``).
+
+        attn_mask: None (causal) or bool [B, 1, T, T_past + T], True = may attend.
+        past: cached (keys, values) [B, H, T_past, head_dim] of earlier tokens, or None.
+        """
         B, T, _ = x.shape
         qkv = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
         q, k, v = qkv.chunk(3, dim=-1)  # each [B, H, T, head_dim]
         if rope is not None:
             q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
-        if attn_mask is None:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
+        if past is not None:
+            k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
+        if attn_mask is not None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        return self.out(y.transpose(1, 2).reshape(B, T, -1))
+        elif past is None or T == 1:
+            # Square causal, or a single new query that may see every key.
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
+        else:
+            raise ValueError("several new tokens with a cache need an explicit attn_mask")
+        return self.out(y.transpose(1, 2).reshape(B, T, -1)), (k, v)
 
 
 class MLP(nn.Module):
@@ -188,11 +222,14 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, attn_mask):
+    def forward(self, x, rope, attn_mask, past=None):
+        """Returns (new x, this layer's (keys, values)); see :meth:`SelfAttention.forward`."""
         if self.parallel:
-            return x + self.attn(self.ln1(x), rope, attn_mask) + self.mlp(self.ln2(x))
-        x = x + self.attn(self.ln1(x), rope, attn_mask)
-        return x + self.mlp(self.ln2(x))
+            attn, kv = self.attn(self.ln1(x), rope, attn_mask, past)
+            return x + attn + self.mlp(self.ln2(x)), kv
+        attn, kv = self.attn(self.ln1(x), rope, attn_mask, past)
+        x = x + attn
+        return x + self.mlp(self.ln2(x)), kv
 
 
 class Decoder(nn.Module):
@@ -248,25 +285,61 @@ class Decoder(nn.Module):
         allowed = causal & attention_mask[:, None, None, :]
         return allowed | torch.eye(T, dtype=torch.bool, device=attention_mask.device)
 
+    @staticmethod
+    def _build_cached_mask(T_past: int, T: int, device: torch.device) -> torch.Tensor:
+        """Mask for T new queries after T_past cached keys, bool [1, 1, T, T_past + T].
+
+        New token ``i`` (at overall step ``T_past + i``) may attend to every key
+        up to and including its own step: all of the cache, causally among the new.
+        """
+        query_step = torch.arange(T, device=device)[:, None] + T_past
+        key_step = torch.arange(T_past + T, device=device)[None, :]
+        return (key_step <= query_step)[None, None]
+
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
-                attention_mask: torch.Tensor | None = None) -> ModelOutput:
-        """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token."""
+                attention_mask: torch.Tensor | None = None,
+                cache: KVCache | None = None, use_cache: bool = False) -> ModelOutput:
+        """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token.
+
+        With ``cache`` (from an earlier call with ``use_cache=True``), ``tokens`` and
+        ``position_ids`` are only the *new* tokens, which follow the cached ones;
+        each new token still carries its own position id. ``use_cache=True``
+        returns the cache extended by the new tokens in ``ModelOutput.cache``
+        (the given cache is not modified). Padding masks cannot be combined
+        with a cache: decoding batches have equal-length prompts.
+        """
         if tokens.shape != position_ids.shape:
             raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
         if attention_mask is not None and (attention_mask.shape != tokens.shape or attention_mask.dtype != torch.bool):
             raise ValueError("attention_mask must be a bool tensor shaped like tokens")
+        if cache is not None:
+            if attention_mask is not None:
+                raise ValueError("attention_mask cannot be combined with a KV cache (pass unpadded, equal-length rows)")
+            if cache.layers and len(cache.layers) != len(self.blocks):
+                raise ValueError(f"cache has {len(cache.layers)} layers, the model {len(self.blocks)}")
+            if cache.layers and cache.layers[0][0].shape[0] != tokens.shape[0]:
+                raise ValueError(f"cache batch size {cache.layers[0][0].shape[0]} != tokens batch size {tokens.shape[0]}")
         self._check_positions(position_ids)
 
         x = self.embed(tokens)
         if self.pos_embed is not None:
             x = x + self.pos_embed(position_ids)
         rope = self.rotary(position_ids) if self.rotary is not None else None
-        mask = self._build_mask(attention_mask) if attention_mask is not None else None
-        for block in self.blocks:
-            x = block(x, rope, mask)
+        if attention_mask is not None:
+            mask = self._build_mask(attention_mask)
+        elif cache is not None and cache.length > 0 and tokens.shape[1] > 1:
+            mask = self._build_cached_mask(cache.length, tokens.shape[1], tokens.device)
+        else:
+            mask = None  # plain causal (or one new token, which sees every cached key)
+        pasts = cache.layers if cache is not None and cache.length > 0 else [None] * len(self.blocks)
+        new_layers = []
+        for block, past in zip(self.blocks, pasts):
+            x, kv = block(x, rope, mask, past)
+            new_layers.append(kv)
         x = self.ln_f(x)
         position_logits = self.position_head(x) if self.position_head is not None else None
-        return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits)
+        return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits,
+                           cache=KVCache(new_layers) if use_cache else None)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -6,6 +6,9 @@
 import pandera.polars as pa
 import polars as pl
 
+from . import parity_scratchpad as _ps
+from . import sparse_parity_scratchpad as _sps
+from . import variable_assignment as _va
 from .sparse_parity import VOCAB
 
 
@@ -50,3 +53,174 @@ class SparseParitySchema(pa.DataFrameModel):
     def one_response_token(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(
             (pl.col("response").list.len() == 1) & (pl.col("response_pos").list.len() == 1))
+
+
+# --- shared check expressions -------------------------------------------------------------------
+
+def _in_vocabulary(size: int, *columns: str) -> pl.Expr:
+    """Every token of the list ``columns`` is an id of a vocabulary of ``size`` tokens."""
+    expr = pl.lit(True)
+    for column in columns:
+        expr = expr & pl.col(column).list.eval(pl.element().is_between(0, size - 1)).list.all()
+    return expr
+
+
+def _non_negative(*columns: str) -> pl.Expr:
+    expr = pl.lit(True)
+    for column in columns:
+        expr = expr & pl.col(column).list.eval(pl.element() >= 0).list.all()
+    return expr
+
+
+def _same_length(a: str, b: str) -> pl.Expr:
+    return pl.col(a).list.len() == pl.col(b).list.len()
+
+
+def _token_at(column: str, index: int) -> pl.Expr:
+    """The token at ``index`` of each list (null when the list is too short)."""
+    return pl.col(column).list.get(index, null_on_oob=True)
+
+
+class ParityScratchpadSchema(pa.DataFrameModel):
+    """One sample of parity with a scratchpad per row (SPEC 2.2): length = n bits."""
+
+    length: pl.Int32 = pa.Field(ge=1)
+    prompt: pl.List(pl.Int32)
+    response: pl.List(pl.Int32)
+    prompt_pos: pl.List(pl.Int32)
+    response_pos: pl.List(pl.Int32)
+    answer: pl.Int32 = pa.Field(isin=[0, 1])
+
+    class Config:
+        strict = True
+        coerce = False
+
+    @pa.dataframe_check
+    def prompt_has_n_plus_2_tokens(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("prompt").list.len() == pl.col("length") + 2) & _same_length("prompt", "prompt_pos")
+            & (_token_at("prompt", 0) == _ps.BOS).fill_null(False)
+            & (_token_at("prompt", -1) == _ps.EQUALS).fill_null(False))
+
+    @pa.dataframe_check
+    def response_has_n_plus_1_tokens(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("response").list.len() == pl.col("length") + 1) & _same_length("response", "response_pos")
+            & (_token_at("response", -1) == _ps.EOS).fill_null(False))
+
+    @pa.dataframe_check
+    def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (_token_at("response", -2) == _ps.ZERO + pl.col("answer")).fill_null(False))
+
+    @pa.dataframe_check
+    def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_in_vocabulary(len(_ps.VOCAB), "prompt", "response"))
+
+    @pa.dataframe_check
+    def position_ids_non_negative(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_non_negative("prompt_pos", "response_pos"))
+
+
+class VariableAssignmentSchema(pa.DataFrameModel):
+    """One sample of variable assignment per row (SPEC 2.3): length = n statements."""
+
+    length: pl.Int32 = pa.Field(ge=1)
+    n_statements: pl.Int32 = pa.Field(ge=1)
+    depth: pl.Int32 = pa.Field(ge=1)
+    prompt: pl.List(pl.Int32)
+    response: pl.List(pl.Int32)
+    prompt_pos: pl.List(pl.Int32)
+    response_pos: pl.List(pl.Int32)
+    answer: pl.Int32 = pa.Field(ge=0, le=9)
+
+    class Config:
+        strict = True
+        coerce = False
+
+    @pa.dataframe_check
+    def length_is_n_statements(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("length") == pl.col("n_statements"))
+
+    @pa.dataframe_check
+    def depth_at_most_n_statements(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("depth") <= pl.col("n_statements"))
+
+    @pa.dataframe_check
+    def prompt_has_4n_plus_4_tokens(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("prompt").list.len() == 4 * pl.col("n_statements") + 4)
+            & _same_length("prompt", "prompt_pos")
+            & (_token_at("prompt", 0) == _va.BOS).fill_null(False)
+            & (_token_at("prompt", -3) == _va.QUERY).fill_null(False)
+            & (_token_at("prompt", -1) == _va.EQUALS).fill_null(False))
+
+    @pa.dataframe_check
+    def response_is_chain_or_answer(cls, data) -> pl.LazyFrame:
+        """``depth`` tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
+        size = pl.col("response").list.len()
+        return data.lazyframe.select(
+            ((size == pl.col("depth") + 1) | (size == 2)) & _same_length("response", "response_pos")
+            & (_token_at("response", -1) == _va.EOS).fill_null(False))
+
+    @pa.dataframe_check
+    def answer_is_last_response_digit(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (_token_at("response", -2) == _va.DIGIT0 + pl.col("answer")).fill_null(False))
+
+    @pa.dataframe_check
+    def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_in_vocabulary(len(_va.VOCAB), "prompt", "response"))
+
+    @pa.dataframe_check
+    def position_ids_non_negative(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_non_negative("prompt_pos", "response_pos"))
+
+
+class SparseParityScratchpadSchema(pa.DataFrameModel):
+    """One sample of sparse parity with a running-parity scratchpad per row (SPEC 2.2 variant)."""
+
+    k: pl.Int32 = pa.Field(ge=1)
+    l: pl.Int32 = pa.Field(ge=1)
+    length: pl.Int32 = pa.Field(ge=2)
+    prompt: pl.List(pl.Int32)
+    response: pl.List(pl.Int32)
+    prompt_pos: pl.List(pl.Int32)
+    response_pos: pl.List(pl.Int32)
+    answer: pl.Int32 = pa.Field(isin=[0, 1])
+
+    class Config:
+        strict = True
+        coerce = False
+
+    @pa.dataframe_check
+    def k_at_most_l(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("k") <= pl.col("l"))
+
+    @pa.dataframe_check
+    def length_is_2l(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("length") == 2 * pl.col("l"))
+
+    @pa.dataframe_check
+    def prompt_has_2l_plus_2_tokens(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("prompt").list.len() == pl.col("length") + 2) & _same_length("prompt", "prompt_pos"))
+
+    @pa.dataframe_check
+    def response_has_k_plus_1_tokens(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("response").list.len() == pl.col("k") + 1) & _same_length("response", "response_pos")
+            & (_token_at("response", -1) == _sps.EOS).fill_null(False))
+
+    @pa.dataframe_check
+    def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (_token_at("response", -2) == _sps.ZERO + pl.col("answer")).fill_null(False))
+
+    @pa.dataframe_check
+    def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_in_vocabulary(len(_sps.VOCAB), "prompt", "response"))
+
+    @pa.dataframe_check
+    def position_ids_non_negative(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(_non_negative("prompt_pos", "response_pos"))

@@ -1,0 +1,123 @@
+"""Parity with a scratchpad (paper, Figure 2; SPEC 2.2).
+
+The prompt is ``<bos> b_1 ... b_n =`` and the response ``s_1 ... s_n <eos>`` with
+s_i = b_1 XOR ... XOR b_i (the running parity); the answer is s_n. The length measure is n.
+
+Position IDs are the *coupled* IDs of Cho et al. (2024) with the evaluation offset r = 1:
+``<bos>`` -> 0, b_i -> r+i, ``=`` -> r, s_i -> r+i, ``<eos>`` -> r+n+1. So s_i shares its ID with
+b_i, and every next token sits one ID after the token that predicts it. The random training offset
+r is the positional scheme's business (positions are data; the scheme transforms them).
+
+Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .vocab import Vocab
+
+VOCAB = Vocab.with_specials("0", "1", "=")
+BOS, EOS, ZERO, ONE, EQUALS = (VOCAB.id(t) for t in ("<bos>", "<eos>", "0", "1", "="))
+OFFSET = 1  # r at evaluation (SPEC 2.2)
+CELL_COLUMNS = ("length",)
+
+
+def sample(rng: np.random.Generator, n: np.ndarray) -> dict[str, np.ndarray]:
+    """Draw one sample per entry of ``n`` (int array, n >= 1).
+
+    Returns right-padded matrices ``prompt``/``prompt_pos`` [N, max(n)+2] and
+    ``response``/``response_pos`` [N, max(n)+1] with their row lengths, plus ``bits``
+    [N, max(n)] (0 past n) and ``answer`` (s_n, 0/1).
+    """
+    n = np.asarray(n, dtype=np.int64)
+    if n.ndim != 1 or len(n) == 0:
+        raise ValueError("parity_scratchpad needs a non-empty 1-d array of lengths")
+    if np.any(n < 1):
+        raise ValueError("parity_scratchpad needs n >= 1 for every sample")
+    count, width = len(n), int(n.max())
+    rows = np.arange(count)
+    column = np.arange(width)[None, :]
+    inside = column < n[:, None]
+    bits = rng.integers(0, 2, size=(count, width), dtype=np.int64) * inside
+    running = np.cumsum(bits, axis=1) % 2
+    answer = running[rows, n - 1]
+
+    prompt = np.zeros((count, width + 2), dtype=np.int64)
+    prompt[:, 0] = BOS
+    prompt[:, 1:width + 1] = np.where(bits == 1, ONE, ZERO) * inside
+    prompt[rows, n + 1] = EQUALS
+    prompt_pos = np.zeros_like(prompt)
+    prompt_pos[:, 1:width + 1] = (OFFSET + 1 + column) * inside  # b_i -> r + i (i is 1-based)
+    prompt_pos[rows, n + 1] = OFFSET  # `=` -> r
+
+    response = np.zeros((count, width + 1), dtype=np.int64)
+    response[:, :width] = np.where(running == 1, ONE, ZERO) * inside
+    response[rows, n] = EOS
+    response_pos = np.zeros_like(response)
+    response_pos[:, :width] = (OFFSET + 1 + column) * inside  # s_i -> r + i
+    response_pos[rows, n] = OFFSET + n + 1  # <eos> -> r + n + 1
+    return {"prompt": prompt, "prompt_pos": prompt_pos, "prompt_len": n + 2,
+            "response": response, "response_pos": response_pos, "response_len": n + 1,
+            "bits": bits, "answer": answer}
+
+
+def frame_columns(drawn: dict[str, np.ndarray], n: np.ndarray) -> dict:
+    """Per-sample columns (arrays and ragged lists) of the common task layout."""
+    from ..datasets import ragged
+
+    return {
+        "length": n.astype(np.int32),
+        "prompt": ragged(drawn["prompt"], drawn["prompt_len"]),
+        "response": ragged(drawn["response"], drawn["response_len"]),
+        "prompt_pos": ragged(drawn["prompt_pos"], drawn["prompt_len"]),
+        "response_pos": ragged(drawn["response_pos"], drawn["response_len"]),
+        "answer": drawn["answer"].astype(np.int32),
+    }
+
+
+def sequence_tokens(length: int, params: dict | None = None) -> int:
+    """Tokens fed to the model for a sample with n = ``length`` bits: (n+2) prompt + (n+1) response."""
+    return 2 * length + 3
+
+
+def max_position_id(length: int, params: dict | None = None) -> int:
+    """Largest coupled ID (evaluation offset r = 1) of a sample with n = ``length``: <eos> at r+n+1."""
+    return OFFSET + length + 1
+
+
+def generate_train(params: dict, seed: int):
+    """Training set: ``params`` = {n_min, n_max, n_samples}; n ~ Unif{n_min..n_max}."""
+    import polars as pl
+
+    n_min, n_max = int(params["n_min"]), int(params["n_max"])
+    if n_min < 1 or n_min > n_max:
+        raise ValueError(f"parity_scratchpad needs 1 <= n_min <= n_max; got n_min={n_min}, n_max={n_max}")
+    rng = np.random.default_rng([seed])
+    n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
+    return pl.DataFrame(frame_columns(sample(rng, n), n))
+
+
+def eval_cells(params: dict) -> list[tuple[int]]:
+    """One cell per length n, as 1-tuples keyed like ``CELL_COLUMNS``."""
+    lengths = [int(n) for n in params["lengths"]]
+    if len(set(lengths)) != len(lengths):
+        raise ValueError(f"duplicate evaluation length in {lengths}")
+    return [(n,) for n in lengths]
+
+
+def generate_eval(params: dict, seed: int):
+    """Evaluation grid: ``params`` = {lengths, n_per_cell}. Each cell has its own stream seeded by
+    (seed, n), so adding or removing a cell leaves the others unchanged."""
+    import polars as pl
+
+    frames = []
+    for (length,) in eval_cells(params):
+        if length < 1:
+            raise ValueError(f"parity_scratchpad eval lengths must be >= 1; got {length}")
+        rng = np.random.default_rng([seed, length])
+        n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
+        frames.append(pl.DataFrame(frame_columns(sample(rng, n), n)))
+    if not frames:
+        raise ValueError("the evaluation grid is empty: no lengths given")
+    return pl.concat(frames)

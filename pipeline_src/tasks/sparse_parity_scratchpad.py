@@ -1,0 +1,122 @@
+"""Sparse parity with a scratchpad (ours, beyond the paper; SPEC 2.2 variant).
+
+The prompt is the sparse parity prompt of SPEC 2.1, ``<bos> m_1 b_1 ... m_l b_l =``, drawn by
+:func:`sparse_parity.sample` (same vocabulary, same token IDs, and for the same seed and params
+the same prompts as ``sparse_parity``). The response is the running parity over the marked bits in
+order, ``s_1 ... s_k <eos>`` with s_j = XOR of the first j marked bits; the answer s_k is the
+sparse parity label. Length = 2l, as for sparse parity.
+
+Coupled position IDs (no offset, r = 0, as sparse parity's prompt IDs): the prompt keeps its
+sequential IDs 0..2l+1 (``<bos>`` 0, m_i 2i-1, b_i 2i, ``=`` 2l+1); s_j gets the ID of the j-th
+marked *bit* token, 2 i_j, which depends on the input: the case PPC exists for; ``<eos>`` gets the
+ID after ``=``, 2l+2.
+
+Vectorised with NumPy over samples; a pure function of (params, seed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import sparse_parity
+from .sparse_parity import ONE, ZERO, VOCAB, eval_cells, train_k_l  # noqa: F401 (re-exported)
+
+EOS = VOCAB.id("<eos>")
+CELL_COLUMNS = ("k", "length")
+
+
+def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, np.ndarray]:
+    """The sparse parity prompt for each (k, l) plus the scratchpad response and coupled IDs.
+
+    Returns right-padded matrices with row lengths, plus ``marked_index`` [N, max k] (the 1-based
+    indices i_j of the marked bits in order, 0 past k) and ``answer``.
+    """
+    drawn = sparse_parity.sample(rng, k, l)
+    k = np.asarray(k, dtype=np.int64)
+    l = np.asarray(l, dtype=np.int64)
+    count, width = drawn["bits"].shape
+    rows = np.arange(count)
+    marked = drawn["marked"]
+    # the marked slots in increasing order: a stable sort puts marked (key 0) before unmarked (1)
+    order = np.argsort(~marked, axis=1, kind="stable")
+    k_width = int(k.max())
+    hop = np.arange(k_width + 1)[None, :]
+    chain = hop[:, :k_width] < k[:, None]
+    marked_index = (order[:, :k_width] + 1) * chain  # i_j, 1-based
+    running = np.cumsum(drawn["bits"] * marked, axis=1) % 2
+    scratch = np.take_along_axis(running, order[:, :k_width], axis=1)
+
+    response = np.zeros((count, k_width + 1), dtype=np.int64)
+    response[:, :k_width] = np.where(scratch == 1, ONE, ZERO) * chain
+    response[rows, k] = EOS
+    response_pos = np.zeros_like(response)
+    response_pos[:, :k_width] = 2 * marked_index  # s_j -> ID of b_{i_j}
+    response_pos[rows, k] = 2 * l + 2  # <eos> -> the ID after `=`
+    prompt_pos = np.broadcast_to(np.arange(drawn["prompt"].shape[1]), drawn["prompt"].shape)
+    return {"prompt": drawn["prompt"], "prompt_pos": prompt_pos, "prompt_len": drawn["prompt_len"],
+            "response": response, "response_pos": response_pos, "response_len": k + 1,
+            "marked_index": marked_index, "answer": drawn["answer"]}
+
+
+def frame_columns(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray) -> dict:
+    """Per-sample columns (arrays and ragged lists) of the common task layout."""
+    from ..datasets import ragged
+
+    return {
+        "k": k.astype(np.int32),
+        "l": l.astype(np.int32),
+        "length": (2 * l).astype(np.int32),
+        "prompt": ragged(drawn["prompt"], drawn["prompt_len"]),
+        "response": ragged(drawn["response"], drawn["response_len"]),
+        "prompt_pos": ragged(drawn["prompt_pos"], drawn["prompt_len"]),
+        "response_pos": ragged(drawn["response_pos"], drawn["response_len"]),
+        "answer": drawn["answer"].astype(np.int32),
+    }
+
+
+def sequence_tokens(length: int, params: dict | None = None) -> int:
+    """Most tokens fed to the model for a sample of length 2l = ``length``: the prompt (2l+2) plus
+    k+1 response tokens. Without ``params``, k <= l bounds it; with ``params`` holding ``k_test``
+    (evaluation) or ``k_train`` (training) the largest k is used."""
+    l = length // 2
+    k = l
+    if params is not None:
+        k_values = params["k_test"] if "k_test" in params else [params["k_train"]]
+        k = min(l, max(int(v) for v in k_values))
+    return length + 2 + k + 1
+
+
+def max_position_id(length: int, params: dict | None = None) -> int:
+    """Largest coupled ID of a sample of length 2l = ``length``: <eos> at 2l+2."""
+    return length + 2
+
+
+def generate_train(params: dict, seed: int):
+    """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}; the law of
+    sparse parity (k ~ Unif{1..K_train}, l ~ Unif{max(k, l_min)..l_max}) and its seeding."""
+    import polars as pl
+
+    rng = np.random.default_rng([seed, params["k_train"]])
+    k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
+    return pl.DataFrame(frame_columns(sample(rng, k, l), k, l))
+
+
+def generate_eval(params: dict, seed: int):
+    """Evaluation grid: ``params`` = {k_test, lengths, n_per_cell}; cells as sparse parity
+    (k > l skipped), each seeded by (seed, k, length)."""
+    import polars as pl
+
+    for length in params["lengths"]:
+        if length % 2:
+            raise ValueError(f"sparse_parity_scratchpad eval lengths are 2l and must be even; got {length}")
+    frames = []
+    for k_test, length in eval_cells(params):
+        rng = np.random.default_rng([seed, k_test, length])
+        n = params["n_per_cell"]
+        k = np.full(n, k_test, dtype=np.int64)
+        l = np.full(n, length // 2, dtype=np.int64)
+        frames.append(pl.DataFrame(frame_columns(sample(rng, k, l), k, l)))
+    if not frames:
+        raise ValueError(f"the evaluation grid is empty: every k_test {params['k_test']} exceeds "
+                         f"l = length/2 for every length {params['lengths']}")
+    return pl.concat(frames)
