@@ -1,4 +1,4 @@
-"""parity_scratchpad generator (SPEC 2.2) and its Parquet schema checks.
+"""parity_scratchpad generator (SPEC 2.2) and its own Parquet schema checks.
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings and
 the running parity and coupled IDs are rebuilt with plain Python loops.
@@ -6,36 +6,26 @@ the running parity and coupled IDs are rebuilt with plain Python loops.
 
 from __future__ import annotations
 
-import io
+import functools
 from collections import Counter
-from pathlib import Path
 
 import polars as pl
 import pytest
 
-from pipeline_src import datasets
-from pipeline_src.provenance import build_record
 from pipeline_src.tasks import get_task
 
-TASK = get_task("parity_scratchpad")
+from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame
+from .test_task_contract import generate as generate_task
+
+NAME = "parity_scratchpad"
+TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {"n_min": 1, "n_max": 20, "n_samples": 2000}
-EVAL = {"lengths": [1, 5, 20, 60], "n_per_cell": 30}
+TRAIN = {**SPECS[NAME]["train"], "n_samples": 2000}
+EVAL = SPECS[NAME]["eval"]
 
-
-def record(split: str, params: dict, seed: int) -> dict:
-    spec = {"task": "parity_scratchpad", "split": split, "seed": seed, "params": params}
-    return build_record("test", "data", spec, seeds={"seed": seed})
-
-
-def generate(split: str, params: dict, seed: int) -> pl.DataFrame:
-    return {"train": TASK.generate_train, "eval": TASK.generate_eval}[split](params, seed)
-
-
-def write(frame: pl.DataFrame, path: Path, rec: dict) -> Path:
-    datasets.write(frame, path, TASK.schema, rec)
-    return path
+generate = functools.partial(generate_task, NAME)
+train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
 
 
 def parse(prompt_ids) -> list[int]:
@@ -52,44 +42,6 @@ def running_parity(bits: list[int]) -> list[int]:
         acc ^= bit
         out.append(acc)
     return out
-
-
-def parquet_bytes(frame: pl.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.write_parquet(buffer, statistics=False)
-    return buffer.getvalue()
-
-
-@pytest.fixture(scope="module")
-def train_frame() -> pl.DataFrame:
-    return generate("train", TRAIN, 11)
-
-
-@pytest.fixture(scope="module")
-def eval_frame() -> pl.DataFrame:
-    return generate("eval", EVAL, 5)
-
-
-# --- determinism -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("split,params", [("train", {**TRAIN, "n_samples": 200}), ("eval", EVAL)])
-def test_same_seed_gives_byte_identical_parquet(tmp_path, split, params):
-    rec = record(split, params, 3)
-    a = write(generate(split, params, 3), tmp_path / "a.parquet", rec)
-    b = write(generate(split, params, 3), tmp_path / "b.parquet", rec)
-    assert a.read_bytes() == b.read_bytes()
-    assert datasets.read(a, TASK.schema).equals(generate(split, params, 3))
-
-
-@pytest.mark.parametrize("split,params", [("train", {**TRAIN, "n_samples": 200}), ("eval", EVAL)])
-def test_different_seeds_give_different_data(tmp_path, split, params):
-    rec = record(split, params, 3)  # same record: only the data may differ
-    a = write(generate(split, params, 3), tmp_path / "a.parquet", rec)
-    b = write(generate(split, params, 4), tmp_path / "b.parquet", rec)
-    assert a.read_bytes() != b.read_bytes()
-    prompts_a = generate(split, params, 3).filter(pl.col("length") > 4)["prompt"].to_list()
-    prompts_b = generate(split, params, 4).filter(pl.col("length") > 4)["prompt"].to_list()
-    assert sum(p != q for p, q in zip(prompts_a, prompts_b)) > len(prompts_a) // 2
 
 
 # --- labels, layout and coupled IDs -------------------------------------------------------------
@@ -144,7 +96,7 @@ def test_sequence_tokens_and_max_position(eval_frame):
     assert TASK.answer_index == -2 and TASK.cell_columns == ("length",)
 
 
-# --- training law and evaluation grid ----------------------------------------------------------
+# --- training law and evaluation grid -----------------------------------------------------------
 
 def test_training_law_is_uniform(train_frame):
     counts = Counter(train_frame["length"].to_list())
@@ -154,18 +106,9 @@ def test_training_law_is_uniform(train_frame):
         assert abs(counts[value] / TRAIN["n_samples"] - 1 / len(support)) < 0.025
 
 
-def test_eval_grid_cells_and_counts(eval_frame):
-    counts = Counter(eval_frame["length"].to_list())
-    assert counts == {n: EVAL["n_per_cell"] for n in EVAL["lengths"]}
+def test_eval_grid_cells():
+    """One cell per length, in order (the frame's cells are checked by the contract)."""
     assert TASK.eval_cells(EVAL) == [(n,) for n in EVAL["lengths"]]
-
-
-@pytest.mark.parametrize("new_lengths", [[60, 20, 5, 1], [5, 80]])
-def test_changing_the_grid_leaves_other_cells_identical(eval_frame, new_lengths):
-    other = generate("eval", {**EVAL, "lengths": new_lengths}, 5)
-    for n in set(EVAL["lengths"]) & set(new_lengths):
-        old = eval_frame.filter(pl.col("length") == n)
-        assert parquet_bytes(old) == parquet_bytes(other.filter(pl.col("length") == n))
 
 
 @pytest.mark.parametrize("params", [{"n_min": 0, "n_max": 5, "n_samples": 5},
@@ -181,49 +124,16 @@ def test_bad_eval_lengths_raise(lengths):
         generate("eval", {"lengths": lengths, "n_per_cell": 3}, 0)
 
 
-# --- schema -------------------------------------------------------------------------------------
-
-@pytest.fixture
-def small_frame() -> pl.DataFrame:
-    return generate("train", {"n_min": 1, "n_max": 8, "n_samples": 30}, 2)
-
-
-def test_valid_frame_round_trips(tmp_path, small_frame):
-    path = write(small_frame, tmp_path / "ok.parquet", record("train", {}, 0))
-    assert datasets.read(path, TASK.schema).equals(small_frame)
-
-
-@pytest.mark.parametrize("change,column", [
-    (lambda f: f.rename({"response": "responses"}), "responses"),
-    (lambda f: f.drop("answer"), "answer"),
-    (lambda f: f.with_columns(pl.col("length").cast(pl.Int64)), "length"),
-])
-def test_read_errors_name_file_and_column(tmp_path, small_frame, change, column):
-    path = tmp_path / "bad.parquet"
-    change(small_frame).write_parquet(path)
-    with pytest.raises(datasets.DataError) as info:
-        datasets.read(path, TASK.schema)
-    assert str(path) in str(info.value)
-    assert column in str(info.value)
-
+# --- schema checks specific to this task (the shared ones are in test_task_contract.py) ---------
 
 BAD_FRAMES = {
     "length_off": lambda f: f.with_columns(length=pl.col("length") + 1),
     "answer_flipped": lambda f: f.with_columns(answer=1 - pl.col("answer")),
     "answer_two": lambda f: f.with_columns(answer=pl.lit(2, dtype=pl.Int32)),
     "no_eos": lambda f: f.with_columns(response=pl.col("response").list.head(pl.col("length"))),
-    "short_prompt_pos": lambda f: f.with_columns(prompt_pos=pl.col("prompt_pos").list.head(2)),
-    "token_out_of_vocab": lambda f: f.with_columns(prompt=pl.col("prompt").list.eval(pl.element() + 50)),
-    "negative_id": lambda f: f.with_columns(response_pos=pl.col("response_pos").list.eval(pl.element() - 100)),
-    "extra_column": lambda f: f.with_columns(extra=pl.lit(1, dtype=pl.Int32)),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_FRAMES))
-def test_write_validates_before_writing(tmp_path, small_frame, kind):
-    bad = BAD_FRAMES[kind](small_frame)
-    path = tmp_path / "out" / "bad.parquet"
-    with pytest.raises(datasets.DataError) as info:
-        datasets.write(bad, path, TASK.schema, record("train", {}, 0))
-    assert str(path) in str(info.value)
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+def test_write_validates_before_writing(tmp_path, kind):
+    assert_write_rejects(NAME, BAD_FRAMES[kind](small_frame(NAME)), tmp_path)

@@ -6,37 +6,28 @@ parsed with plain Python loops.
 
 from __future__ import annotations
 
-import io
+import functools
 import itertools
 from collections import Counter
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipeline_src import datasets
-from pipeline_src.provenance import build_record
 from pipeline_src.tasks import get_task
 
-TASK = get_task("sparse_parity")
+from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame
+from .test_task_contract import generate as generate_task
+
+NAME = "sparse_parity"
+TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {"k_train": 6, "l_min": 4, "l_max": 12, "n_samples": 3000}
-EVAL = {"k_test": [1, 3, 6], "lengths": [4, 10, 20], "n_per_cell": 40}
+TRAIN = {**SPECS[NAME]["train"], "n_samples": 3000}
+EVAL = SPECS[NAME]["eval"]
 
-
-def record(split: str, params: dict, seed: int) -> dict:
-    spec = {"task": "sparse_parity", "split": split, "seed": seed, "params": params}
-    return build_record("test", "data", spec, seeds={"seed": seed})
-
-
-def generate(split: str, params: dict, seed: int) -> pl.DataFrame:
-    return {"train": TASK.generate_train, "eval": TASK.generate_eval}[split](params, seed)
-
-
-def write(frame: pl.DataFrame, path: Path, rec: dict) -> Path:
-    datasets.write(frame, path, TASK.schema, rec)
-    return path
+generate = functools.partial(generate_task, NAME)
+train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
 
 
 def parse(prompt_ids) -> tuple[list[str], list[str]]:
@@ -58,47 +49,6 @@ def parity(markers: list[str], bits: list[str]) -> int:
         if marker == "*":
             acc ^= 1 if bit == "1" else 0
     return acc
-
-
-def parquet_bytes(frame: pl.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.write_parquet(buffer, statistics=False)
-    return buffer.getvalue()
-
-
-@pytest.fixture(scope="module")
-def train_frame() -> pl.DataFrame:
-    return generate("train", TRAIN, 11)
-
-
-@pytest.fixture(scope="module")
-def eval_frame() -> pl.DataFrame:
-    return generate("eval", EVAL, 5)
-
-
-# --- determinism -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("split,params", [("train", {**TRAIN, "n_samples": 200}), ("eval", EVAL)])
-def test_same_seed_gives_byte_identical_parquet(tmp_path, split, params):
-    rec = record(split, params, 3)
-    a = write(generate(split, params, 3), tmp_path / "a.parquet", rec)
-    b = write(generate(split, params, 3), tmp_path / "b.parquet", rec)
-    assert a.read_bytes() == b.read_bytes()
-    # the written file reads back to the generated frame
-    assert datasets.read(a, TASK.schema).equals(generate(split, params, 3))
-
-
-@pytest.mark.parametrize("split,params", [("train", {**TRAIN, "n_samples": 200}), ("eval", EVAL)])
-def test_different_seeds_give_different_data(tmp_path, split, params):
-    rec = record(split, params, 3)  # same record: only the data may differ
-    a = write(generate(split, params, 3), tmp_path / "a.parquet", rec)
-    b = write(generate(split, params, 4), tmp_path / "b.parquet", rec)
-    assert a.read_bytes() != b.read_bytes()
-    prompts_a = generate(split, params, 3)["prompt"].to_list()
-    prompts_b = generate(split, params, 4)["prompt"].to_list()
-    assert prompts_a != prompts_b
-    # not just a permutation or a single changed row: most prompts differ
-    assert sum(p != q for p, q in zip(prompts_a, prompts_b)) > len(prompts_a) // 2
 
 
 # --- labels and layout --------------------------------------------------------------------------
@@ -206,18 +156,16 @@ def test_marked_set_is_a_uniform_k_subset():
 
 # --- evaluation grid ----------------------------------------------------------------------------
 
-def test_eval_grid_cells_and_counts(eval_frame):
+def test_eval_grid_cells(eval_frame):
+    """The cells are the (k, length) with k <= l = length/2, recomputed here; that the frame holds
+    each of them ``n_per_cell`` times is part of the task contract (same params and seed)."""
     expected_cells = set()
     for k in EVAL["k_test"]:
         for length in EVAL["lengths"]:
             if 2 * k <= length:
                 expected_cells.add((k, length))
     assert (3, 4) not in expected_cells and (6, 10) not in expected_cells
-    counts = Counter(eval_frame.select("k", "length").iter_rows())
-    assert set(counts) == expected_cells
-    assert all(c == EVAL["n_per_cell"] for c in counts.values())
     assert set(TASK.eval_cells(EVAL)) == expected_cells
-    assert eval_frame.height == EVAL["n_per_cell"] * len(expected_cells)
     # every sample of a cell has exactly that k and l = length / 2
     for k, l, length in eval_frame.select("k", "l", "length").iter_rows():
         assert 2 * l == length and k <= l
@@ -225,17 +173,6 @@ def test_eval_grid_cells_and_counts(eval_frame):
 
 def cell(frame: pl.DataFrame, k: int, length: int) -> pl.DataFrame:
     return frame.filter((pl.col("k") == k) & (pl.col("length") == length))
-
-
-@pytest.mark.parametrize("new_lengths", [[4, 10, 20, 30], [30, 20, 10, 4], [10, 20]])
-def test_changing_the_grid_leaves_other_cells_identical(eval_frame, new_lengths):
-    other = generate("eval", {**EVAL, "lengths": new_lengths}, 5)
-    shared = set(TASK.eval_cells(EVAL)) & set(TASK.eval_cells({**EVAL, "lengths": new_lengths}))
-    assert shared
-    for k, length in shared:
-        old, new = cell(eval_frame, k, length), cell(other, k, length)
-        assert old.height == EVAL["n_per_cell"]
-        assert parquet_bytes(old) == parquet_bytes(new)
 
 
 def test_cells_differ_from_each_other(eval_frame):
@@ -256,63 +193,17 @@ def test_odd_eval_length_raises(lengths):
         generate("eval", {**EVAL, "lengths": lengths}, 5)
 
 
-# --- schema errors ------------------------------------------------------------------------------
+# --- schema errors specific to sparse parity (the shared ones are in test_task_contract.py) -----
 
-@pytest.fixture
-def small_frame() -> pl.DataFrame:
-    return generate("train", {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30}, 2)
-
-
-def raw_parquet(frame: pl.DataFrame, path: Path) -> Path:
-    frame.write_parquet(path)
-    return path
-
-
-def test_read_renamed_column_names_file_and_column(tmp_path, small_frame):
-    path = raw_parquet(small_frame.rename({"prompt": "prompts"}), tmp_path / "renamed.parquet")
-    with pytest.raises(datasets.DataError) as info:
-        datasets.read(path, TASK.schema)
-    message = str(info.value)
-    assert str(path) in message
-    assert "prompts" in message
-
-
-def test_read_missing_column_names_it(tmp_path, small_frame):
-    path = raw_parquet(small_frame.drop("answer"), tmp_path / "dropped.parquet")
-    with pytest.raises(datasets.DataError) as info:
-        datasets.read(path, TASK.schema)
-    assert str(path) in str(info.value)
-    assert "answer" in str(info.value)
-
-
-def test_read_wrong_dtype_names_column(tmp_path, small_frame):
-    path = raw_parquet(small_frame.with_columns(pl.col("k").cast(pl.Int64)), tmp_path / "i64.parquet")
-    with pytest.raises(datasets.DataError) as info:
-        datasets.read(path, TASK.schema)
-    message = str(info.value)
-    assert str(path) in message
-    assert "'k'" in message or '"k"' in message
-    assert "Int64" in message
-
-
-def test_read_catches_k_greater_than_l(tmp_path, small_frame):
-    bad = small_frame.with_columns(
+def test_read_catches_k_greater_than_l(tmp_path):
+    bad = small_frame(NAME).with_columns(
         pl.when(pl.int_range(pl.len()) == 3).then(pl.col("l") + 1).otherwise(pl.col("k")).alias("k"))
     assert (bad["k"] > bad["l"]).sum() == 1
-    path = raw_parquet(bad, tmp_path / "k_gt_l.parquet")
+    path = tmp_path / "k_gt_l.parquet"
+    bad.write_parquet(path)
     with pytest.raises(datasets.DataError) as info:
         datasets.read(path, TASK.schema)
     assert str(path) in str(info.value)
-
-
-def test_read_missing_and_unreadable_files(tmp_path):
-    with pytest.raises(datasets.DataError, match="no such"):
-        datasets.read(tmp_path / "absent.parquet", TASK.schema)
-    junk = tmp_path / "junk.parquet"
-    junk.write_text("not parquet")
-    with pytest.raises(datasets.DataError) as info:
-        datasets.read(junk, TASK.schema)
-    assert str(junk) in str(info.value)
 
 
 BAD_FRAMES = {
@@ -322,22 +213,9 @@ BAD_FRAMES = {
     "answer_two": lambda f: f.with_columns(answer=pl.lit(2, dtype=pl.Int32)),
     "short_prompt": lambda f: f.with_columns(prompt=pl.col("prompt").list.head(pl.col("prompt").list.len() - 1)),
     "two_responses": lambda f: f.with_columns(response=pl.concat_list("response", "response")),
-    "extra_column": lambda f: f.with_columns(extra=pl.lit(1, dtype=pl.Int32)),
-    "wrong_dtype": lambda f: f.with_columns(pl.col("answer").cast(pl.Int64)),
 }
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_FRAMES))
-def test_write_validates_before_writing(tmp_path, small_frame, kind):
-    bad = BAD_FRAMES[kind](small_frame)
-    path = tmp_path / "out" / "bad.parquet"
-    with pytest.raises(datasets.DataError) as info:
-        datasets.write(bad, path, TASK.schema, record("train", {}, 0))
-    assert str(path) in str(info.value)
-    written = list(tmp_path.rglob("*")) if tmp_path.exists() else []
-    assert [p for p in written if p.is_file()] == []
-
-
-def test_valid_frame_round_trips(tmp_path, small_frame):
-    path = write(small_frame, tmp_path / "ok.parquet", record("train", {}, 0))
-    assert datasets.read(path, TASK.schema).equals(small_frame)
+def test_write_validates_before_writing(tmp_path, kind):
+    assert_write_rejects(NAME, BAD_FRAMES[kind](small_frame(NAME)), tmp_path)

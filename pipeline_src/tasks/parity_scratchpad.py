@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import layout
 from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "=")
@@ -62,18 +63,10 @@ def sample(rng: np.random.Generator, n: np.ndarray) -> dict[str, np.ndarray]:
             "bits": bits, "answer": answer}
 
 
-def frame_columns(drawn: dict[str, np.ndarray], n: np.ndarray) -> dict:
-    """Per-sample columns (arrays and ragged lists) of the common task layout."""
-    from ..datasets import ragged
+def _frame(drawn: dict[str, np.ndarray], n: np.ndarray):
+    import polars as pl
 
-    return {
-        "length": n.astype(np.int32),
-        "prompt": ragged(drawn["prompt"], drawn["prompt_len"]),
-        "response": ragged(drawn["response"], drawn["response_len"]),
-        "prompt_pos": ragged(drawn["prompt_pos"], drawn["prompt_len"]),
-        "response_pos": ragged(drawn["response_pos"], drawn["response_len"]),
-        "answer": drawn["answer"].astype(np.int32),
-    }
+    return pl.DataFrame(layout.frame_columns(drawn, length=n))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
@@ -88,36 +81,24 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_min, n_max, n_samples}; n ~ Unif{n_min..n_max}."""
-    import polars as pl
-
-    n_min, n_max = int(params["n_min"]), int(params["n_max"])
-    if n_min < 1 or n_min > n_max:
-        raise ValueError(f"parity_scratchpad needs 1 <= n_min <= n_max; got n_min={n_min}, n_max={n_max}")
+    n_min, n_max = layout.length_range("parity_scratchpad", params)
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
-    return pl.DataFrame(frame_columns(sample(rng, n), n))
+    return _frame(sample(rng, n), n)
 
 
 def eval_cells(params: dict) -> list[tuple[int]]:
     """One cell per length n, as 1-tuples keyed like ``CELL_COLUMNS``."""
-    lengths = [int(n) for n in params["lengths"]]
-    if len(set(lengths)) != len(lengths):
-        raise ValueError(f"duplicate evaluation length in {lengths}")
-    return [(n,) for n in lengths]
+    return layout.length_cells(params)
 
 
 def generate_eval(params: dict, seed: int):
     """Evaluation grid: ``params`` = {lengths, n_per_cell}. Each cell has its own stream seeded by
     (seed, n), so adding or removing a cell leaves the others unchanged."""
-    import polars as pl
 
-    frames = []
-    for (length,) in eval_cells(params):
-        if length < 1:
-            raise ValueError(f"parity_scratchpad eval lengths must be >= 1; got {length}")
-        rng = np.random.default_rng([seed, length])
+    def draw_cell(rng: np.random.Generator, length: int):
+        layout.check_eval_length("parity_scratchpad", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
-        frames.append(pl.DataFrame(frame_columns(sample(rng, n), n)))
-    if not frames:
-        raise ValueError("the evaluation grid is empty: no lengths given")
-    return pl.concat(frames)
+        return _frame(sample(rng, n), n)
+
+    return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")

@@ -9,8 +9,11 @@ Everything is vectorised over samples with NumPy and is a pure function of (para
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
+from . import layout
 from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "*", "-", "=")
@@ -58,24 +61,20 @@ def train_k_l(rng: np.random.Generator, n: int, k_train: int, l_min: int, l_max:
     return k, l
 
 
-def frame_columns(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray) -> dict:
-    """Per-sample columns (as arrays and ragged lists) of the common task layout."""
-    from ..datasets import ragged
+def sample_layout(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`sample` completed to the common task layout: the response is the answer token alone;
+    position IDs are sequential, ``prompt_pos`` 0..2l+1 and the answer's 2l+2."""
+    drawn = sample(rng, k, l)
+    prompt, prompt_len = drawn["prompt"], drawn["prompt_len"]
+    return {**drawn, "prompt_pos": np.broadcast_to(np.arange(prompt.shape[1]), prompt.shape),
+            "response": np.where(drawn["answer"] == 1, ONE, ZERO)[:, None],
+            "response_pos": prompt_len[:, None], "response_len": np.ones(len(prompt), dtype=np.int64)}
 
-    n = len(k)
-    prompt_len = drawn["prompt_len"]
-    positions = np.broadcast_to(np.arange(drawn["prompt"].shape[1]), drawn["prompt"].shape)
-    answer_token = np.where(drawn["answer"] == 1, ONE, ZERO)
-    return {
-        "k": k.astype(np.int32),
-        "l": l.astype(np.int32),
-        "length": (2 * l).astype(np.int32),
-        "prompt": ragged(drawn["prompt"], prompt_len),
-        "response": ragged(answer_token[:, None], np.ones(n, dtype=np.int64)),
-        "prompt_pos": ragged(positions, prompt_len),
-        "response_pos": ragged(prompt_len[:, None], np.ones(n, dtype=np.int64)),
-        "answer": drawn["answer"].astype(np.int32),
-    }
+
+def _frame(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray):
+    import polars as pl
+
+    return pl.DataFrame(layout.frame_columns(drawn, k=k, l=l, length=2 * l))
 
 
 def sequence_tokens(length: int) -> int:
@@ -83,13 +82,13 @@ def sequence_tokens(length: int) -> int:
     return length + 3
 
 
-def generate_train(params: dict, seed: int):
-    """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}."""
-    import polars as pl
-
+def generate_train(params: dict, seed: int, draw: Callable = sample_layout):
+    """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}, drawn under
+    :func:`train_k_l` from one stream seeded by (seed, k_train). ``draw`` turns (rng, k, l) into
+    the common layout: :func:`sample_layout` here, the scratchpad variant's ``sample`` there."""
     rng = np.random.default_rng([seed, params["k_train"]])
     k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
-    return pl.DataFrame(frame_columns(sample(rng, k, l), k, l))
+    return _frame(draw(rng, k, l), k, l)
 
 
 def eval_cells(params: dict) -> list[tuple[int, int]]:
@@ -97,23 +96,19 @@ def eval_cells(params: dict) -> list[tuple[int, int]]:
     return [(k, length) for k in params["k_test"] for length in params["lengths"] if k <= length // 2]
 
 
-def generate_eval(params: dict, seed: int):
-    """Evaluation grid: ``n_per_cell`` samples per (k_test, length). Each cell has its own stream
-    seeded by (seed, k, length), so adding or removing a cell leaves the others unchanged."""
-    import polars as pl
-
+def generate_eval(params: dict, seed: int, draw: Callable = sample_layout, task: str = "sparse_parity"):
+    """Evaluation grid: ``params`` = {k_test, lengths, n_per_cell}; ``n_per_cell`` samples per
+    (k_test, length) cell, each from its own stream seeded by (seed, k, length). ``draw`` is as
+    for :func:`generate_train`; ``task`` names the task in errors."""
     for length in params["lengths"]:
         if length % 2:
-            raise ValueError(f"sparse_parity eval lengths are 2l and must be even; got {length}")
-    frames = []
-    for k_test, length in eval_cells(params):
-        rng = np.random.default_rng([seed, k_test, length])
-        n = params["n_per_cell"]
-        k = np.full(n, k_test, dtype=np.int64)
-        l = np.full(n, length // 2, dtype=np.int64)
-        frames.append(pl.DataFrame(frame_columns(sample(rng, k, l), k, l)))
-    if not frames:
-        raise ValueError(f"the evaluation grid is empty: every k_test {params['k_test']} exceeds "
-                         f"l = length/2 for every length {params['lengths']}")
-    return pl.concat(frames)
+            raise ValueError(f"{task} eval lengths are 2l and must be even; got {length}")
 
+    def draw_cell(rng: np.random.Generator, k_test: int, length: int):
+        k = np.full(params["n_per_cell"], k_test, dtype=np.int64)
+        l = np.full(params["n_per_cell"], length // 2, dtype=np.int64)
+        return _frame(draw(rng, k, l), k, l)
+
+    return layout.eval_grid(eval_cells(params), seed, draw_cell,
+                            f"every k_test {params['k_test']} exceeds l = length/2 for every length "
+                            f"{params['lengths']}")

@@ -58,22 +58,6 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
             "marked_index": marked_index, "answer": drawn["answer"]}
 
 
-def frame_columns(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray) -> dict:
-    """Per-sample columns (arrays and ragged lists) of the common task layout."""
-    from ..datasets import ragged
-
-    return {
-        "k": k.astype(np.int32),
-        "l": l.astype(np.int32),
-        "length": (2 * l).astype(np.int32),
-        "prompt": ragged(drawn["prompt"], drawn["prompt_len"]),
-        "response": ragged(drawn["response"], drawn["response_len"]),
-        "prompt_pos": ragged(drawn["prompt_pos"], drawn["prompt_len"]),
-        "response_pos": ragged(drawn["response_pos"], drawn["response_len"]),
-        "answer": drawn["answer"].astype(np.int32),
-    }
-
-
 def sequence_tokens(length: int, params: dict | None = None) -> int:
     """Most tokens fed to the model for a sample of length 2l = ``length``: the prompt (2l+2) plus
     k+1 response tokens. Without ``params``, k <= l bounds it; with ``params`` holding ``k_test``
@@ -94,29 +78,10 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 def generate_train(params: dict, seed: int):
     """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}; the law of
     sparse parity (k ~ Unif{1..K_train}, l ~ Unif{max(k, l_min)..l_max}) and its seeding."""
-    import polars as pl
-
-    rng = np.random.default_rng([seed, params["k_train"]])
-    k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
-    return pl.DataFrame(frame_columns(sample(rng, k, l), k, l))
+    return sparse_parity.generate_train(params, seed, draw=sample)
 
 
 def generate_eval(params: dict, seed: int):
     """Evaluation grid: ``params`` = {k_test, lengths, n_per_cell}; cells as sparse parity
     (k > l skipped), each seeded by (seed, k, length)."""
-    import polars as pl
-
-    for length in params["lengths"]:
-        if length % 2:
-            raise ValueError(f"sparse_parity_scratchpad eval lengths are 2l and must be even; got {length}")
-    frames = []
-    for k_test, length in eval_cells(params):
-        rng = np.random.default_rng([seed, k_test, length])
-        n = params["n_per_cell"]
-        k = np.full(n, k_test, dtype=np.int64)
-        l = np.full(n, length // 2, dtype=np.int64)
-        frames.append(pl.DataFrame(frame_columns(sample(rng, k, l), k, l)))
-    if not frames:
-        raise ValueError(f"the evaluation grid is empty: every k_test {params['k_test']} exceeds "
-                         f"l = length/2 for every length {params['lengths']}")
-    return pl.concat(frames)
+    return sparse_parity.generate_eval(params, seed, draw=sample, task="sparse_parity_scratchpad")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import layout
 from .vocab import Vocab
 
 MAX_VARS = 256
@@ -132,22 +133,6 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
             "answer": answer, "slot_of": slot_of, "order_of": order_of}
 
 
-def frame_columns(drawn: dict[str, np.ndarray], n: np.ndarray, d: np.ndarray) -> dict:
-    """Per-sample columns (arrays and ragged lists) of the common task layout."""
-    from ..datasets import ragged
-
-    return {
-        "length": n.astype(np.int32),
-        "n_statements": n.astype(np.int32),
-        "depth": d.astype(np.int32),
-        "prompt": ragged(drawn["prompt"], drawn["prompt_len"]),
-        "response": ragged(drawn["response"], drawn["response_len"]),
-        "prompt_pos": ragged(drawn["prompt_pos"], drawn["prompt_len"]),
-        "response_pos": ragged(drawn["response_pos"], drawn["response_len"]),
-        "answer": drawn["answer"].astype(np.int32),
-    }
-
-
 def _frame(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, params: dict):
     """Draw the samples in blocks of ``BLOCK`` rows from one stream (deterministic for fixed BLOCK)."""
     import polars as pl
@@ -157,7 +142,8 @@ def _frame(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, params: dict)
         part_n, part_d = n[start:start + BLOCK], d[start:start + BLOCK]
         drawn = sample(rng, part_n, part_d, int(params["n_vars"]), int(params["d_max"]),
                        bool(params["scratchpad"]))
-        frames.append(pl.DataFrame(frame_columns(drawn, part_n, part_d)))
+        frames.append(pl.DataFrame(layout.frame_columns(drawn, length=part_n, n_statements=part_n,
+                                                        depth=part_d)))
     return pl.concat(frames)
 
 
@@ -186,9 +172,7 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_vars, n_min, n_max, d_max, scratchpad, n_samples};
     n ~ Unif{n_min..n_max}, d ~ Unif{1..min(d_max, n)}."""
-    n_min, n_max = int(params["n_min"]), int(params["n_max"])
-    if n_min < 1 or n_min > n_max:
-        raise ValueError(f"variable_assignment needs 1 <= n_min <= n_max; got n_min={n_min}, n_max={n_max}")
+    n_min, n_max = layout.length_range("variable_assignment", params)
     _check_scratchpad(params)
     _check_vars(int(params["n_vars"]), n_max)
     rng = np.random.default_rng([seed])
@@ -199,28 +183,20 @@ def generate_train(params: dict, seed: int):
 
 def eval_cells(params: dict) -> list[tuple[int]]:
     """One cell per statement count n, as 1-tuples keyed like ``CELL_COLUMNS``."""
-    lengths = [int(n) for n in params["lengths"]]
-    if len(set(lengths)) != len(lengths):
-        raise ValueError(f"duplicate evaluation length in {lengths}")
-    return [(n,) for n in lengths]
+    return layout.length_cells(params)
 
 
 def generate_eval(params: dict, seed: int):
     """Evaluation grid: ``params`` = {n_vars, lengths, d_max, scratchpad, n_per_cell}; per cell n is
     fixed and d ~ Unif{1..min(d_max, n)}. Each cell has its own stream seeded by (seed, n)."""
-    import polars as pl
-
     cells = eval_cells(params)
-    if not cells:
-        raise ValueError("the evaluation grid is empty: no lengths given")
-    _check_scratchpad(params)
-    _check_vars(int(params["n_vars"]), max(n for (n,) in cells))
-    frames = []
-    for (length,) in cells:
-        if length < 1:
-            raise ValueError(f"variable_assignment eval lengths must be >= 1; got {length}")
-        rng = np.random.default_rng([seed, length])
+    if cells:  # an empty grid is reported by eval_grid
+        _check_scratchpad(params)
+        _check_vars(int(params["n_vars"]), max(n for (n,) in cells))
+
+    def draw_cell(rng: np.random.Generator, length: int):
+        layout.check_eval_length("variable_assignment", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
-        d = depth_law(rng, n, int(params["d_max"]))
-        frames.append(_frame(rng, n, d, params))
-    return pl.concat(frames)
+        return _frame(rng, n, depth_law(rng, n, int(params["d_max"])), params)
+
+    return layout.eval_grid(cells, seed, draw_cell, "no lengths given")

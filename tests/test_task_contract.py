@@ -1,0 +1,274 @@
+"""The contract every registered task meets, parametrized over ``pipeline_src.tasks.TASKS``.
+
+Determinism (the same seed writes the same bytes, another seed other data), the evaluation grid
+(each cell ``n_per_cell`` times, cells independent of each other), the Parquet round trip and the
+schema errors that do not depend on the task: unknown, missing or mistyped columns and the checks
+every task schema inherits from ``schemas.TaskSchema``. Each task's own test file keeps what is
+specific to it (labels against an independent recomputation, coupled IDs, laws, its own schema
+checks) and reuses the per-task parameters and helpers defined here.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline_src import datasets
+from pipeline_src.provenance import build_record
+from pipeline_src.tasks import TASKS, get_task
+
+# Per task: the params of the determinism tests (``train``, ``eval``; the task files reuse
+# ``eval`` and enlarge ``train``), a ``small`` training set for the schema tests, and new
+# ``regrid`` evaluation lengths whose cells shared with ``eval`` must come out unchanged.
+SPECS = {
+    "sparse_parity": {
+        "train": {"k_train": 6, "l_min": 4, "l_max": 12, "n_samples": 200},
+        "eval": {"k_test": [1, 3, 6], "lengths": [4, 10, 20], "n_per_cell": 40},
+        "small": {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30},
+        "regrid": [[4, 10, 20, 30], [30, 20, 10, 4], [10, 20]],
+    },
+    "parity_scratchpad": {
+        "train": {"n_min": 1, "n_max": 20, "n_samples": 200},
+        "eval": {"lengths": [1, 5, 20, 60], "n_per_cell": 30},
+        "small": {"n_min": 1, "n_max": 8, "n_samples": 30},
+        "regrid": [[60, 20, 5, 1], [5, 80]],
+        "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
+    },
+    "variable_assignment": {
+        "train": {"n_vars": 24, "n_min": 2, "n_max": 16, "d_max": 4, "scratchpad": True, "n_samples": 200},
+        "eval": {"n_vars": 24, "lengths": [1, 3, 8, 24], "d_max": 4, "scratchpad": True, "n_per_cell": 40},
+        "small": {"n_vars": 24, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True, "n_samples": 30},
+        "regrid": [[24, 8, 2]],
+    },
+    "sparse_parity_scratchpad": {
+        "train": {"k_train": 6, "l_min": 4, "l_max": 12, "n_samples": 200},
+        "eval": {"k_test": [1, 3, 6], "lengths": [4, 10, 40], "n_per_cell": 30},
+        "small": {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30},
+        "regrid": [[40, 10]],
+    },
+}
+NAMES = sorted(TASKS)
+SPLITS = [(name, split) for name in NAMES for split in ("train", "eval")]
+
+
+# --- helpers (the task test files use them too) -------------------------------------------------
+
+def record(name: str, split: str, params: dict, seed: int) -> dict:
+    spec = {"task": name, "split": split, "seed": seed, "params": params}
+    return build_record("test", "data", spec, seeds={"seed": seed})
+
+
+def generate(name: str, split: str, params: dict, seed: int) -> pl.DataFrame:
+    task = get_task(name)
+    return {"train": task.generate_train, "eval": task.generate_eval}[split](params, seed)
+
+
+def write(name: str, frame: pl.DataFrame, path: Path, rec: dict) -> Path:
+    datasets.write(frame, path, get_task(name).schema, rec)
+    return path
+
+
+def parquet_bytes(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, statistics=False)
+    return buffer.getvalue()
+
+
+def frame_fixtures(name: str, train: dict):
+    """Module-scoped ``train_frame`` (``train``, seed 11) and ``eval_frame`` (the spec's ``eval``,
+    seed 5) fixtures of a task: assign them to those names in the task's test module."""
+
+    @pytest.fixture(scope="module")
+    def train_frame() -> pl.DataFrame:
+        return generate(name, "train", train, 11)
+
+    @pytest.fixture(scope="module")
+    def eval_frame() -> pl.DataFrame:
+        return generate(name, "eval", SPECS[name]["eval"], 5)
+
+    return train_frame, eval_frame
+
+
+@functools.cache
+def small_frame(name: str) -> pl.DataFrame:
+    """The ``small`` training set of a task (seed 2): the frame the schema tests break."""
+    return generate(name, "train", SPECS[name]["small"], 2)
+
+
+def assert_write_rejects(name: str, bad: pl.DataFrame, tmp_path: Path, *words: str) -> None:
+    """Writing ``bad`` raises a DataError naming the file (and ``words``) and writes no file."""
+    path = tmp_path / "out" / "bad.parquet"
+    with pytest.raises(datasets.DataError) as info:
+        datasets.write(bad, path, get_task(name).schema, record(name, "train", {}, 0))
+    assert str(path) in str(info.value)
+    for word in words:
+        assert word in str(info.value)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_every_registered_task_has_a_spec():
+    assert set(SPECS) == set(TASKS)
+
+
+# --- determinism --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,split", SPLITS)
+def test_same_seed_gives_byte_identical_parquet(tmp_path, name, split):
+    params = SPECS[name][split]
+    rec = record(name, split, params, 3)
+    a = write(name, generate(name, split, params, 3), tmp_path / "a.parquet", rec)
+    b = write(name, generate(name, split, params, 3), tmp_path / "b.parquet", rec)
+    assert a.read_bytes() == b.read_bytes()
+    # the written file reads back to the generated frame
+    assert datasets.read(a, get_task(name).schema).equals(generate(name, split, params, 3))
+
+
+@pytest.mark.parametrize("name,split", SPLITS)
+def test_different_seeds_give_different_data(tmp_path, name, split):
+    params = SPECS[name][split]
+    rec = record(name, split, params, 3)  # same record: only the data may differ
+    a = write(name, generate(name, split, params, 3), tmp_path / "a.parquet", rec)
+    b = write(name, generate(name, split, params, 4), tmp_path / "b.parquet", rec)
+    assert a.read_bytes() != b.read_bytes()
+    varied = pl.col("length") >= SPECS[name].get("varied_from", 0)
+    prompts_a = generate(name, split, params, 3).filter(varied)["prompt"].to_list()
+    prompts_b = generate(name, split, params, 4).filter(varied)["prompt"].to_list()
+    assert prompts_a != prompts_b
+    # not just a permutation or a single changed row: most prompts differ
+    assert sum(p != q for p, q in zip(prompts_a, prompts_b)) > len(prompts_a) // 2
+
+
+# --- evaluation grid ----------------------------------------------------------------------------
+
+def _cell(frame: pl.DataFrame, name: str, key: tuple) -> pl.DataFrame:
+    columns = get_task(name).cell_columns
+    return frame.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(columns, key)]))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_eval_frame_holds_each_cell_n_per_cell_times(name):
+    params = SPECS[name]["eval"]
+    frame = generate(name, "eval", params, 5)
+    task = get_task(name)
+    counts = frame.group_by(list(task.cell_columns)).len()
+    assert {tuple(row[:-1]) for row in counts.iter_rows()} == set(task.eval_cells(params))
+    assert set(counts["len"].to_list()) == {params["n_per_cell"]}
+    assert frame.height == params["n_per_cell"] * len(task.eval_cells(params))
+
+
+@pytest.mark.parametrize("name,new_lengths", [(n, lengths) for n in NAMES for lengths in SPECS[n]["regrid"]])
+def test_changing_the_grid_leaves_other_cells_identical(name, new_lengths):
+    params = SPECS[name]["eval"]
+    new_params = {**params, "lengths": new_lengths}
+    old, new = generate(name, "eval", params, 5), generate(name, "eval", new_params, 5)
+    task = get_task(name)
+    shared = set(task.eval_cells(params)) & set(task.eval_cells(new_params))
+    assert shared
+    for key in shared:
+        assert _cell(old, name, key).height == params["n_per_cell"]
+        assert parquet_bytes(_cell(old, name, key)) == parquet_bytes(_cell(new, name, key))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_answer_index_points_at_the_answer(name):
+    task = get_task(name)
+    frame = generate(name, "eval", SPECS[name]["eval"], 5)
+    for response, answer in frame.select("response", "answer").iter_rows():
+        assert task.vocab.decode([response[task.answer_index]]) == [str(answer)]
+
+
+# --- schema: round trip and read errors ---------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_valid_frame_round_trips(tmp_path, name):
+    path = write(name, small_frame(name), tmp_path / "ok.parquet", record(name, "train", {}, 0))
+    assert datasets.read(path, get_task(name).schema).equals(small_frame(name))
+
+
+def _int64(frame: pl.DataFrame, column: str) -> pl.Expr:
+    """``column`` cast from Int32 (or List(Int32)) to Int64 (or List(Int64))."""
+    listed = frame.schema[column] == pl.List(pl.Int32)
+    return pl.col(column).cast(pl.List(pl.Int64) if listed else pl.Int64)
+
+
+READ_CHANGES = {  # (frame, column) -> (broken frame, the name the error must give, more words)
+    "renamed": lambda f, c: (f.rename({c: c + "s"}), c + "s", ()),
+    "missing": lambda f, c: (f.drop(c), c, ()),
+    "wrong_dtype": lambda f, c: (f.with_columns(_int64(f, c)), c, ("Int64",)),
+}
+
+
+@pytest.mark.parametrize("name,change", [(n, c) for n in NAMES for c in READ_CHANGES])
+def test_read_errors_name_file_and_column(tmp_path, name, change):
+    frame = small_frame(name)
+    for column in frame.columns:  # every column of the task, one at a time
+        bad, named, words = READ_CHANGES[change](frame, column)
+        path = tmp_path / f"{change}_{column}.parquet"
+        bad.write_parquet(path)
+        with pytest.raises(datasets.DataError) as info:
+            datasets.read(path, get_task(name).schema)
+        message = str(info.value)
+        assert str(path) in message
+        assert f"'{named}'" in message or f'"{named}"' in message, (column, message)
+        assert all(word in message for word in words), (column, message)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_read_missing_and_unreadable_files(tmp_path, name):
+    schema = get_task(name).schema
+    with pytest.raises(datasets.DataError, match="no such"):
+        datasets.read(tmp_path / "absent.parquet", schema)
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet")
+    with pytest.raises(datasets.DataError) as info:
+        datasets.read(junk, schema)
+    assert str(junk) in str(info.value)
+
+
+# --- schema: what every write rejects -----------------------------------------------------------
+
+def _set_item(frame: pl.DataFrame, column: str, index: int, value: int) -> pl.DataFrame:
+    """``frame`` with item ``index`` of every ``column`` list set to ``value``."""
+    lists = [[*x[:index], value, *x[index + 1:]] for x in frame[column].to_list()]
+    return frame.with_columns(pl.Series(column, lists, dtype=pl.List(pl.Int32)))
+
+
+def _drop_last(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    return frame.with_columns(pl.col(column).list.head(pl.col(column).list.len() - 1))
+
+
+def _shift(frame: pl.DataFrame, column: str, by: int) -> pl.DataFrame:
+    return frame.with_columns(pl.col(column).list.eval(pl.element() + by))
+
+
+# kind -> ((frame, vocabulary size) -> bad frame, words the error must hold). Each change that
+# breaks one check of ``schemas.TaskSchema`` alone must be reported by that check: it still runs.
+BAD_FRAMES = {
+    "extra_column": (lambda f, size: f.with_columns(extra=pl.lit(1, dtype=pl.Int32)), ["'extra'"]),
+    "wrong_dtype": (lambda f, size: f.with_columns(pl.col("answer").cast(pl.Int64)), ["'answer'"]),
+    "prompt_token_past_vocab": (lambda f, size: _set_item(f, "prompt", 1, size),
+                                ["tokens_in_vocabulary", "prompt"]),
+    "prompt_token_negative": (lambda f, size: _set_item(f, "prompt", 1, -1),
+                              ["tokens_in_vocabulary", "prompt"]),
+    "prompt_tokens_shifted": (lambda f, size: _shift(f, "prompt", size), []),
+    "response_tokens_shifted": (lambda f, size: _shift(f, "response", size), []),
+    "negative_prompt_id": (lambda f, size: _set_item(f, "prompt_pos", 1, -1),
+                           ["position_ids_non_negative", "prompt_pos"]),
+    "negative_response_ids": (lambda f, size: _shift(f, "response_pos", -100),
+                              ["position_ids_non_negative", "response_pos"]),
+    "short_prompt_pos": (lambda f, size: _drop_last(f, "prompt_pos"),
+                         ["one_position_id_per_token", "prompt_pos"]),
+    "short_response_pos": (lambda f, size: _drop_last(f, "response_pos"),
+                           ["one_position_id_per_token", "response_pos"]),
+}
+
+
+@pytest.mark.parametrize("name,kind", [(n, k) for n in NAMES for k in sorted(BAD_FRAMES)])
+def test_write_validates_before_writing(tmp_path, name, kind):
+    change, words = BAD_FRAMES[kind]
+    bad = change(small_frame(name), len(get_task(name).vocab))
+    assert_write_rejects(name, bad, tmp_path, *words)
