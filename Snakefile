@@ -21,4 +21,4 @@ include: "workflow/rules/figures.smk"
 rule all:
     default_target: True
     input:
-        FIGURE1,
+        [path for paths in FIGURES.values() for path in paths],

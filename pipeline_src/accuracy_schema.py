@@ -1,4 +1,9 @@
-"""pandera schema of an evaluation result: one row per (k_test, length) cell of one trained model.
+"""pandera schema of an evaluation result of one trained model, in long format: one row per
+(cell, metric) with the count of correct samples, the accuracy and its 95% Wilson interval.
+
+``k`` is null for tasks whose cells have no k_test (only a length); ``k_train`` is null for runs
+trained without one. ``metric`` is ``exact_match`` (the whole response), ``answer`` (the answer
+token) or ``position_match`` (predicted position IDs, only for schemes that predict them).
 
 (No ``from __future__ import annotations`` here: pandera evaluates the field annotations.)
 """
@@ -6,14 +11,18 @@
 import pandera.polars as pa
 import polars as pl
 
+METRICS = ("exact_match", "answer", "position_match")
+
 
 class AccuracySchema(pa.DataFrameModel):
     task: pl.String
+    variant: pl.String
     scheme: pl.String
-    k_train: pl.Int32 = pa.Field(ge=1)
+    k_train: pl.Int32 = pa.Field(ge=1, nullable=True)
     seed: pl.Int64
-    k: pl.Int32 = pa.Field(ge=1)
+    k: pl.Int32 = pa.Field(ge=1, nullable=True)
     length: pl.Int32 = pa.Field(ge=1)
+    metric: pl.String = pa.Field(isin=METRICS)
     n: pl.Int64 = pa.Field(ge=1)
     correct: pl.Int64 = pa.Field(ge=0)
     accuracy: pl.Float64 = pa.Field(ge=0.0, le=1.0)

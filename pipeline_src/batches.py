@@ -15,19 +15,24 @@ class SequenceTable:
     """Every sample as one right-padded sequence (prompt followed by response)."""
 
     tokens: torch.Tensor  # [N, W] int64, <pad> = 0 past each row's length
-    positions: torch.Tensor  # [N, W] int64 task position IDs, 0 past each row's length
+    positions: torch.Tensor  # [N, W] int64 base position IDs, 0 past each row's length
     lengths: torch.Tensor  # [N] tokens in prompt + response
     prompt_lengths: torch.Tensor  # [N]
 
     @classmethod
-    def from_frame(cls, frame: pl.DataFrame) -> "SequenceTable":
+    def from_frame(cls, frame: pl.DataFrame, *, coupled: bool = True) -> "SequenceTable":
+        """The base IDs are the task's coupled IDs (``coupled``) or plain 0..L-1 per row."""
         both = frame.select(seq=pl.concat_list("prompt", "response"),
                             pos=pl.concat_list("prompt_pos", "response_pos"))
         tokens, lengths = padded(both["seq"])
-        positions, _ = padded(both["pos"])
+        tokens, lengths = torch.from_numpy(tokens), torch.from_numpy(lengths)
+        if coupled:
+            positions = torch.from_numpy(padded(both["pos"])[0])
+        else:
+            column = torch.arange(tokens.shape[1])[None, :]
+            positions = column.masked_fill(column >= lengths[:, None], 0).expand_as(tokens).clone()
         prompt_lengths = frame["prompt"].list.len().to_numpy()
-        return cls(torch.from_numpy(tokens), torch.from_numpy(positions), torch.from_numpy(lengths),
-                   torch.from_numpy(prompt_lengths.astype("int64")))
+        return cls(tokens, positions, lengths, torch.from_numpy(prompt_lengths.astype("int64")))
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -36,7 +41,7 @@ class SequenceTable:
 @dataclass
 class TrainingBatch:
     inputs: torch.Tensor  # [B, T] tokens 0..L-2 of each sequence
-    positions: torch.Tensor  # [B, T] their task position IDs
+    positions: torch.Tensor  # [B, T+1] base IDs of tokens 0..L-1: the inputs' IDs, then the last target's
     targets: torch.Tensor  # [B, T] tokens 1..L-1 (the next token at each input position)
     loss_mask: torch.Tensor  # [B, T] bool: True where the target is a response token
     lengths: torch.Tensor  # [B] real input tokens per row
@@ -49,7 +54,7 @@ def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int)
     width = int(lengths.max())
     width = -(-width // pad_multiple) * pad_multiple
     tokens = _fit(table.tokens[index], width + 1)
-    positions = _fit(table.positions[index], width)
+    positions = _fit(table.positions[index], width + 1)
     column = torch.arange(width)[None, :]
     real = column < lengths[:, None]
     loss_mask = (column >= table.prompt_lengths[index][:, None] - 1) & real

@@ -7,11 +7,14 @@ pipeline.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
 
 import click
+
+from .config import FIGURES as FIGURE_TASKS
 
 
 def _spec(ctx, param, value: str) -> dict:
@@ -81,7 +84,7 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 
 
 @main.command()
-@click.argument("figure", type=click.Choice(["figure1"]))
+@click.argument("figure", type=click.Choice(list(FIGURE_TASKS)))
 @SPEC
 @RULE
 @click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -89,9 +92,8 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: tuple[Path, ...]) -> None:
     """Draw FIGURE from evaluation results INPUTS."""
-    from .figures import figure1
-
-    {"figure1": figure1.plot}[figure](spec, list(inputs), list(outputs), rule=rule)
+    module = importlib.import_module(f".figures.{figure}", __package__)
+    module.plot(spec, list(inputs), list(outputs), rule=rule)
 
 
 @main.command()

@@ -3,12 +3,21 @@
 Each function returns the config subset one job uses, nothing more: it becomes the job's
 canonical-JSON param (so editing a value reruns exactly the jobs that use it) and the ``config``
 of the artifact's provenance record. Pure and cheap: the Snakefile calls it at parse time.
+
+A task's section trains one model per (variant, scheme, seed). A *variant* is one training set:
+
+* sparse parity and its scratchpad version: one variant ``k{K}`` per K_train, every scheme of
+  ``schemes`` trained on each (``k_train`` x ``schemes``);
+* parity with a scratchpad and variable assignment: ``runs`` maps each variant, ``scratchpad``
+  (the response works step by step) or ``direct`` (the response is the answer), to its schemes.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
+from .schemes import get_scheme
 from .tasks import get_task
 
 
@@ -16,58 +25,131 @@ class ConfigError(ValueError):
     """A config that passes the JSON schema but is inconsistent across fields."""
 
 
-def check(config: dict) -> None:
-    """Cross-field checks the JSON schema cannot express; errors name the field."""
-    sp = config["sparse_parity"]
-    data, model = sp["data"], sp["model"]
-    if data["l_min"] > data["l_max"]:
-        raise ConfigError(f"sparse_parity.data.l_min={data['l_min']} exceeds l_max={data['l_max']}")
-    for k in sp["k_train"]:
-        if k > data["l_max"]:
-            raise ConfigError(f"sparse_parity.k_train value {k} exceeds data.l_max={data['l_max']}")
-    if model["d_model"] % model["n_head"]:
-        raise ConfigError(f"sparse_parity.model.d_model={model['d_model']} is not divisible by n_head={model['n_head']}")
-    target = target_length(config, "sparse_parity")
-    largest_eval = get_task("sparse_parity").sequence_tokens(max(sp["eval"]["lengths"]))
-    uses_table = any(s in ("abs", "abs_shift") for s in sp["schemes"])
-    if uses_table and max(target, largest_eval) > model["max_positions"]:
-        raise ConfigError(f"sparse_parity.model.max_positions={model['max_positions']} is too small: learned "
-                          f"absolute positions need {max(target, largest_eval)} (evaluation lengths / target_length)")
-    train_tokens = get_task("sparse_parity").sequence_tokens(2 * data["l_max"])
-    if target < train_tokens:
-        raise ConfigError(f"sparse_parity.positions.target_length={target} is shorter than the longest "
-                          f"training sequence ({train_tokens} tokens)")
+@dataclass(frozen=True)
+class Layout:
+    """How one task's config section maps to variants and dataset params."""
+
+    by_k_train: bool  # variants k{K} from k_train x schemes (else: runs)
+    variants: tuple[str, ...]  # the variants a ``runs`` mapping may name
+    data_fields: tuple[str, ...]  # data fields passed to the training generator (besides n_samples)
+    eval_data_fields: tuple[str, ...]  # data fields the evaluation generator also needs
 
 
-def target_length(config: dict, task: str) -> int:
-    """PoSE / shift target length: the configured value, or the largest evaluation sequence."""
+K_LAYOUT = Layout(True, (), ("l_min", "l_max"), ())
+LAYOUTS = {
+    "sparse_parity": K_LAYOUT,
+    "sparse_parity_scratchpad": K_LAYOUT,
+    "parity_scratchpad": Layout(False, ("scratchpad", "direct"), ("n_min", "n_max"), ()),
+    "variable_assignment": Layout(False, ("scratchpad", "direct"), ("n_vars", "n_min", "n_max", "d_max"),
+                                  ("n_vars", "d_max")),
+}
+FIGURES = {  # figure name -> the task it shows
+    "figure1": "sparse_parity",
+    "figure2": "parity_scratchpad",
+    "figure3": "variable_assignment",
+    "sparse_parity_scratchpad": "sparse_parity_scratchpad",
+}
+
+
+def tasks(config: dict) -> list[str]:
+    """The tasks this run trains and plots, in config order."""
+    return list(config["tasks"])
+
+
+def figures(config: dict) -> list[str]:
+    return [name for name, task in FIGURES.items() if task in config["tasks"]]
+
+
+def variants(config: dict, task: str) -> dict[str, list[str]]:
+    """Every training variant of ``task`` with the schemes trained on it."""
     section = config[task]
-    configured = section["positions"]["target_length"]
+    if LAYOUTS[task].by_k_train:
+        return {f"k{k}": list(section["schemes"]) for k in sorted(section["k_train"])}
+    return {variant: list(schemes) for variant, schemes in section["runs"].items()}
+
+
+def cells(config: dict, task: str) -> list[dict]:
+    """Every training cell of ``task``: one dict per (variant, scheme, seed)."""
+    seeds = sorted(config[task]["seeds"])
+    return [{"task": task, "variant": variant, "scheme": scheme, "seed": seed}
+            for variant, schemes in variants(config, task).items()
+            for scheme, seed in itertools.product(schemes, seeds)]
+
+
+def _k_train(variant: str) -> int:
+    return int(variant[1:])
+
+
+def _variant_params(task: str, variant: str) -> dict:
+    """Generator params a variant sets: K_train, or whether the response is a scratchpad."""
+    if LAYOUTS[task].by_k_train:
+        return {"k_train": _k_train(variant)}
+    return {"scratchpad": variant == "scratchpad"}
+
+
+def train_data_spec(config: dict, task: str, variant: str) -> dict:
+    data = config[task]["data"]
+    params = {**{f: data[f] for f in LAYOUTS[task].data_fields}, **_variant_params(task, variant),
+              "n_samples": data["n_train"]}
+    return {"task": task, "split": "train", "seed": data["seed"], "params": params}
+
+
+def eval_data_name(task: str, variant: str) -> str:
+    """File stem of the evaluation set a variant is scored on: shared unless the variant changes
+    the response (scratchpad or direct)."""
+    return "eval" if LAYOUTS[task].by_k_train else f"eval_{variant}"
+
+
+def eval_data_spec(config: dict, task: str, variant: str) -> dict:
+    section = config[task]
+    ev = section["eval"]
+    params = {"lengths": sorted(ev["lengths"]), "n_per_cell": ev["n_per_cell"],
+              **{f: section["data"][f] for f in LAYOUTS[task].eval_data_fields}}
+    if LAYOUTS[task].by_k_train:
+        params["k_test"] = sorted(ev["k_test"])
+    else:
+        params.update(_variant_params(task, variant))
+    return {"task": task, "split": "eval", "seed": ev["seed"], "params": params}
+
+
+def target_length(config: dict, task: str, scheme: str, variant: str) -> int:
+    """All training position IDs stay below this (PoSE, shift, coupled offset): the configured
+    value, or one past the largest ID any evaluation sample uses under ``scheme``."""
+    configured = config[task]["positions"]["target_length"]
     if configured is not None:
         return configured
-    return get_task(task).sequence_tokens(max(section["eval"]["lengths"]))
+    return _largest_eval_id(config, task, scheme, variant) + 1
 
 
-def train_data_spec(config: dict, task: str, k_train: int) -> dict:
-    data = config[task]["data"]
-    return {"task": task, "split": "train", "seed": data["seed"],
-            "params": {"k_train": k_train, "l_min": data["l_min"], "l_max": data["l_max"],
-                       "n_samples": data["n_train"]}}
+def _largest_eval_id(config: dict, task: str, scheme: str, variant: str) -> int:
+    t = get_task(task)
+    params = eval_data_spec(config, task, variant)["params"]
+    longest = max(params["lengths"])
+    if get_scheme(scheme).coupled:
+        return t.max_position_id(longest, params)
+    return t.sequence_tokens(longest, params) - 1
 
 
-def eval_data_spec(config: dict, task: str) -> dict:
-    ev = config[task]["eval"]
-    return {"task": task, "split": "eval", "seed": ev["seed"],
-            "params": {"k_test": sorted(ev["k_test"]), "lengths": sorted(ev["lengths"]),
-                       "n_per_cell": ev["n_per_cell"]}}
+def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int:
+    t = get_task(task)
+    params = train_data_spec(config, task, variant)["params"]
+    longest = params["n_max"] if "n_max" in params else 2 * params["l_max"]
+    if get_scheme(scheme).coupled:
+        return t.max_position_id(longest, params)
+    return t.sequence_tokens(longest, params) - 1
 
 
-def train_spec(config: dict, task: str, scheme: str, k_train: int, seed: int) -> dict:
+def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:
     section = config[task]
-    return {"task": task, "scheme": scheme, "k_train": k_train, "seed": seed,
+    spec = {"task": task, "variant": variant, "scheme": scheme, "seed": seed,
             "model": dict(section["model"]), "train": dict(section["train"]),
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
-                          "target_length": target_length(config, task)}}
+                          "target_length": target_length(config, task, scheme, variant)}}
+    if LAYOUTS[task].by_k_train:
+        spec["k_train"] = _k_train(variant)
+    if not get_scheme(scheme).predicts_positions:
+        del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
+    return spec
 
 
 def eval_spec(config: dict, task: str) -> dict:
@@ -75,16 +157,58 @@ def eval_spec(config: dict, task: str) -> dict:
     return {"batch_size": ev["batch_size"], "seed": ev["seed"]}
 
 
-def figure1_spec(config: dict) -> dict:
-    sp = config["sparse_parity"]
-    return {"schemes": list(sp["schemes"]), "seeds": sorted(sp["seeds"]),
-            "x_scale": sp["figure"]["x_scale"],
-            "train_lengths": [2 * sp["data"]["l_min"], 2 * sp["data"]["l_max"]]}
-
-
-def cells(config: dict, task: str) -> list[dict]:
-    """Every training cell of ``task``: one dict per (scheme, K_train, seed)."""
+def figure_spec(config: dict, figure: str) -> dict:
+    task = FIGURES[figure]
     section = config[task]
-    return [{"task": task, "scheme": s, "k": k, "seed": seed}
-            for s, k, seed in itertools.product(section["schemes"], sorted(section["k_train"]),
-                                                sorted(section["seeds"]))]
+    data = section["data"]
+    train_lengths = ([2 * data["l_min"], 2 * data["l_max"]] if LAYOUTS[task].by_k_train
+                     else [data["n_min"], data["n_max"]])
+    return {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
+            "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths}
+
+
+def check(config: dict) -> None:
+    """Cross-field checks the JSON schema cannot express; errors name the field."""
+    for task in config["tasks"]:
+        if task not in config:
+            raise ConfigError(f"tasks lists {task!r} but the config has no {task} section")
+        _check_task(config, task)
+
+
+def _check_task(config: dict, task: str) -> None:
+    section, layout = config[task], LAYOUTS[task]
+    data, model = section["data"], section["model"]
+    if model["d_model"] % model["n_head"]:
+        raise ConfigError(f"{task}.model.d_model={model['d_model']} is not divisible by n_head={model['n_head']}")
+    if layout.by_k_train:
+        if data["l_min"] > data["l_max"]:
+            raise ConfigError(f"{task}.data.l_min={data['l_min']} exceeds l_max={data['l_max']}")
+        for k in section["k_train"]:
+            if k > data["l_max"]:
+                raise ConfigError(f"{task}.k_train value {k} exceeds data.l_max={data['l_max']}")
+    else:
+        if data["n_min"] > data["n_max"]:
+            raise ConfigError(f"{task}.data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
+        for variant in section["runs"]:
+            if variant not in layout.variants:
+                raise ConfigError(f"{task}.runs names variant {variant!r}; {task} has {list(layout.variants)}")
+        if "n_vars" in data and data["n_vars"] < max(data["n_max"], *section["eval"]["lengths"]):
+            raise ConfigError(f"{task}.data.n_vars={data['n_vars']} is smaller than the largest statement "
+                              "count (data.n_max, eval.lengths)")
+    for cell in cells(config, task):
+        _check_positions(config, task, cell["scheme"], cell["variant"])
+
+
+def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None:
+    section = config[task]
+    target = target_length(config, task, scheme, variant)
+    train_id = _largest_train_id(config, task, scheme, variant)
+    if target <= train_id:
+        raise ConfigError(f"{task}.positions.target_length={target} is not above the largest training "
+                          f"position ID ({train_id}) of scheme {scheme}")
+    s = get_scheme(scheme)
+    table = section["model"]["max_positions"]
+    needed = max(target, _largest_eval_id(config, task, scheme, variant) + 1)
+    if (s.encoding == "abs" or s.predicts_positions) and needed > table:
+        raise ConfigError(f"{task}.model.max_positions={table} is too small for scheme {scheme}: its position "
+                          f"IDs reach {needed - 1} (evaluation lengths / positions.target_length)")

@@ -1,8 +1,25 @@
-"""Length-sweep evaluation of one trained model: accuracy with a 95% Wilson interval per cell.
+"""Length-sweep evaluation of one trained model: per-cell metrics with a 95% Wilson interval.
 
-For tasks whose response is a single token (sparse parity) the prediction is the argmax of the
-next-token logits after the prompt. Every cell of the grid holds prompts of one length, so each
-forward pass is unpadded. The model is always the last checkpoint of training.
+The model is always the last checkpoint of training. Each cell of the evaluation grid (the task's
+``cell_columns``: (k, length) or length) is decoded greedily with a KV cache in chunks of
+``batch_size`` samples. All prompts of a cell have the same length, so prompts are unpadded;
+responses may differ in length (variable assignment: the chain depth varies), so a chunk decodes
+as many tokens as its longest response and stops early once every row has emitted ``<eos>``.
+
+Position IDs follow the scheme (SPEC 3): the prompt gets the base IDs (the task's coupled IDs for
+coupled and ppc, 0..T-1 otherwise); each response token gets the task's oracle coupled ID
+(coupled), the next sequential ID (every other scheme but ppc), or, under ppc, the ID the model's
+position head predicts, fed back. A model with a learned absolute table or a position head cannot
+represent an ID >= ``max_positions``: such an ID is an error naming the file, cell and row.
+
+Metrics, each counted over the n samples of a cell and compared over each sample's own response
+length R (a generation that stopped early counts its missing tokens as wrong):
+
+* ``exact_match``: the generated tokens 0..R-1 equal the whole response (``<eos>`` included);
+* ``answer``: the generated token at R + ``task.answer_index`` equals the answer token;
+* ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
+
+Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`.
 """
 
 from __future__ import annotations
@@ -15,44 +32,42 @@ import polars as pl
 import torch
 
 from . import datasets
-from .accuracy_schema import AccuracySchema
+from .accuracy_schema import METRICS, AccuracySchema
 from .batches import SequenceTable
 from .checkpoints import load_model
+from .decoding import greedy_decode
 from .positions import eval_position_ids, get_scheme
 from .provenance import build_record
 from .stats import wilson_interval
 from .tasks import get_task
 
-
-@torch.inference_mode()
-def next_token(model, tokens: torch.Tensor, positions: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Greedy next token after each (unpadded, equal-length) row of ``tokens``."""
-    out = [model(tokens[i:i + batch_size], positions[i:i + batch_size]).token_logits[:, -1].argmax(-1)
-           for i in range(0, len(tokens), batch_size)]
-    return torch.cat(out)
+MISSING = -1  # stands in for tokens and IDs a row did not generate
 
 
 def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, rule: str = "evaluate",
              threads: int | None = None, progress: Callable[[str], None] | None = None) -> pl.DataFrame:
+    """Score the model of ``model_dir`` on every cell of ``eval_data``; write and return the table."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
     model, description = load_model(model_dir)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
-    frame = datasets.read(eval_data, task.schema)
-    rows = []
-    cells = frame.group_by("k", "length", maintain_order=True).agg(pl.len()).sort("k", "length")
-    for i, (k, length, _) in enumerate(cells.iter_rows()):
-        cell = frame.filter((pl.col("k") == k) & (pl.col("length") == length))
-        table = SequenceTable.from_frame(cell)
-        prompt_len = int(table.prompt_lengths[0])
-        tokens = table.tokens[:, :prompt_len]
-        positions = eval_position_ids(scheme, table.positions[:, :prompt_len])
-        predicted = next_token(model, tokens, positions, spec["batch_size"])
-        correct = int((predicted == table.tokens[:, prompt_len]).sum())
-        rows.append((k, length, len(cell), correct))
-        say(f"[{i + 1}/{len(cells)}] k={k} length={length}: {correct}/{len(cell)} correct")
-    result = _accuracy_frame(rows, description)
+    frame = datasets.read(eval_data, task.schema).with_row_index("row")
+    columns = list(task.cell_columns)
+    cells = sorted(frame.partition_by(columns, as_dict=True, maintain_order=True).items())
+    results = []
+    for i, (key, cell) in enumerate(cells):
+        keys = dict(zip(columns, key))
+        name = ", ".join(f"{column}={value}" for column, value in keys.items())
+        table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
+        table.positions = eval_position_ids(scheme, table.positions)
+        check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
+        counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
+                            stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions)
+        results += [(keys.get("k"), keys["length"], metric, len(cell), correct) for metric, correct in counts.items()]
+        summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
+        say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
+    result = _accuracy_frame(results, description)
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]})
@@ -60,12 +75,68 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     return result
 
 
+def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: int, stop_token: int | None,
+               predict_positions: bool) -> dict[str, int]:
+    """Greedy-decode every row of ``table`` (one cell, checked by :func:`check_cell`) and count the
+    rows right under each metric. Response IDs come from ``table`` unless ``predict_positions``."""
+    prompt_len = int(table.prompt_lengths[0])
+    metrics = [m for m in METRICS if m != "position_match" or predict_positions]
+    counts = dict.fromkeys(metrics, 0)
+    for start in range(0, len(table), batch_size):
+        part = slice(start, start + batch_size)
+        lengths = table.lengths[part] - prompt_len
+        width = int(lengths.max())
+        response = table.tokens[part, prompt_len:prompt_len + width]
+        oracle = table.positions[part, prompt_len:prompt_len + width]
+        out = greedy_decode(model, table.tokens[part, :prompt_len], table.positions[part, :prompt_len], width,
+                            response_positions=None if predict_positions else oracle, stop_token=stop_token)
+        tokens, positions = _pad(out.tokens, width), _pad(out.positions, width)
+        if stop_token is not None:  # a row's IDs after its stop token belong to no token of it
+            stops = (tokens == stop_token).long()
+            positions = positions.masked_fill(stops.cumsum(dim=1) - stops > 0, MISSING)
+        inside = torch.arange(width)[None, :] < lengths[:, None]
+        answer = (lengths + answer_index)[:, None]
+        hits = {"exact_match": _agree(tokens, response, inside),
+                "answer": (tokens.gather(1, answer) == response.gather(1, answer)).squeeze(1)}
+        if predict_positions:
+            hits["position_match"] = _agree(positions, oracle, inside)
+        for metric in metrics:
+            counts[metric] += int(hits[metric].sum())
+    return counts
+
+
+def _agree(generated: torch.Tensor, reference: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
+    """Per row: ``generated`` equals ``reference`` wherever ``inside`` (the row's response)."""
+    return ((generated == reference) | ~inside).all(dim=1)
+
+
+def _pad(matrix: torch.Tensor, width: int) -> torch.Tensor:
+    """Right-pad a [B, N] generation (N <= width after an early stop) with MISSING."""
+    return torch.nn.functional.pad(matrix, (0, width - matrix.shape[1]), value=MISSING)
+
+
+def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None:
+    """Raise ValueError unless the cell's prompts share one length and no ID is beyond the model's
+    learned table or position head (never clamped). ``rows``: each sample's row in the file."""
+    prompt_lengths = table.prompt_lengths.unique().tolist()
+    if len(prompt_lengths) != 1:
+        raise ValueError(f"{where}: prompts of different lengths {prompt_lengths} in one cell")
+    if model.cfg.position_encoding != "abs" and not model.cfg.position_head:
+        return
+    real = torch.arange(table.tokens.shape[1])[None, :] < table.lengths[:, None]
+    beyond = (table.positions >= model.cfg.max_positions) & real
+    if beyond.any():
+        index, column = (int(i) for i in beyond.nonzero()[0])
+        raise ValueError(f"{where}, row {rows[index]}: position ID {int(table.positions[index, column])} >= "
+                         f"model max_positions={model.cfg.max_positions}; train with a larger max_positions")
+
+
 def _accuracy_frame(rows: list[tuple], description: dict) -> pl.DataFrame:
-    frame = pl.DataFrame(rows, schema={"k": pl.Int32, "length": pl.Int32, "n": pl.Int64, "correct": pl.Int64},
-                         orient="row")
+    frame = pl.DataFrame(rows, schema={"k": pl.Int32, "length": pl.Int32, "metric": pl.String, "n": pl.Int64,
+                                       "correct": pl.Int64}, orient="row")
     low, high = wilson_interval(frame["correct"].to_numpy(), frame["n"].to_numpy())
     return frame.select(
-        task=pl.lit(description["task"]), scheme=pl.lit(description["scheme"]),
-        k_train=pl.lit(description["k_train"], dtype=pl.Int32), seed=pl.lit(description["seed"], dtype=pl.Int64),
-        k="k", length="length", n="n", correct="correct",
-        accuracy=pl.col("correct") / pl.col("n"), ci_low=pl.Series(low), ci_high=pl.Series(high))
+        task=pl.lit(description["task"]), variant=pl.lit(description["variant"]),
+        scheme=pl.lit(description["scheme"]), k_train=pl.lit(description["k_train"], dtype=pl.Int32),
+        seed=pl.lit(description["seed"], dtype=pl.Int64), k="k", length="length", metric="metric", n="n",
+        correct="correct", accuracy=pl.col("correct") / pl.col("n"), ci_low=pl.Series(low), ci_high=pl.Series(high))

@@ -1,42 +1,24 @@
 """Positional schemes (SPEC 3): each turns the task's position IDs into the IDs the model sees.
 
-Positions are data. A task supplies base IDs for every token (0..T-1 for sparse parity); a scheme
-decides which *encoding* the model uses (rotary, learned absolute table, or none) and how the base
-IDs are transformed at training time (PoSE skips, a random shift) and at evaluation time (unchanged
-for every scheme here). The model only consumes the resulting ``position_ids[B, T]``.
+Positions are data. A task supplies *coupled* IDs for every token (``prompt_pos``,
+``response_pos``; for sparse parity they are simply 0..T-1). A scheme decides
+
+* which base IDs it starts from: the task's coupled IDs (coupled, ppc) or plain sequential IDs
+  0..T-1 (every other scheme);
+* which *encoding* the model uses (rotary, learned absolute table, or none);
+* how the base IDs are transformed at training time (PoSE skips, a random global shift, a random
+  offset of everything after ``<bos>``); evaluation always uses the base IDs unchanged;
+* whether the model also *predicts* the ID of the next token (ppc: Predictive Position Coupling),
+  in which case evaluation feeds back the model's own predicted IDs for the response.
+
+The model only consumes the resulting ``position_ids[B, T]``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-
-@dataclass(frozen=True)
-class Scheme:
-    name: str
-    encoding: str  # the model's ModelConfig.position_encoding: "rope", "abs" or "none"
-    train_transform: str  # "identity", "pose" or "shift"
-    summary: str
-
-
-SCHEMES = {
-    s.name: s
-    for s in (
-        Scheme("nope", "none", "identity", "no positional information (causal mask only)"),
-        Scheme("rope", "rope", "identity", "rotary embedding on the task's IDs"),
-        Scheme("abs", "abs", "identity", "learned absolute table on the task's IDs"),
-        Scheme("rope_pose", "rope", "pose", "rotary; training IDs skip ahead in chunks (PoSE)"),
-        Scheme("abs_shift", "abs", "shift", "learned absolute table; training IDs shifted by a random offset"),
-    )
-}
-
-
-def get_scheme(name: str) -> Scheme:
-    if name not in SCHEMES:
-        raise KeyError(f"unknown positional scheme {name!r}; known: {sorted(SCHEMES)}")
-    return SCHEMES[name]
+from .schemes import SCHEMES, Scheme, get_scheme  # noqa: F401  (re-exported)
 
 
 def _below(high: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -80,6 +62,24 @@ def shift_ids(base: torch.Tensor, lengths: torch.Tensor, target_length: int,
     return base + _below(budget, generator)[:, None]
 
 
+def offset_ids(base: torch.Tensor, lengths: torch.Tensor, target_length: int,
+               generator: torch.Generator) -> torch.Tensor:
+    """Coupled training IDs: add one random offset per row to every ID except column 0 (``<bos>``,
+    which keeps ID 0), uniform over the offsets that keep every real ID below ``target_length``.
+
+    The task's coupled IDs use the evaluation start offset r = 1; adding a shift in
+    0..target_length-1-max(ID) draws r ~ Unif{1..target_length-max(ID at r=1)} (Cho et al.)."""
+    width = base.shape[1]
+    real = torch.arange(width)[None, :] < lengths[:, None]
+    largest = base.masked_fill(~real, 0).amax(dim=1)
+    budget = target_length - 1 - largest
+    if torch.any(budget < 0):
+        raise ValueError(f"a training sequence has a coupled ID >= the target length {target_length}")
+    shift = _below(budget, generator)[:, None].expand(-1, width).clone()
+    shift[:, 0] = 0
+    return base + shift
+
+
 def train_position_ids(scheme: Scheme, base: torch.Tensor, lengths: torch.Tensor, *,
                        target_length: int, pose_chunks: int, generator: torch.Generator) -> torch.Tensor:
     """Training-time IDs of one batch under ``scheme``."""
@@ -87,9 +87,12 @@ def train_position_ids(scheme: Scheme, base: torch.Tensor, lengths: torch.Tensor
         return pose_ids(base, lengths, target_length, pose_chunks, generator)
     if scheme.train_transform == "shift":
         return shift_ids(base, lengths, target_length, generator)
+    if scheme.train_transform == "offset":
+        return offset_ids(base, lengths, target_length, generator)
     return base
 
 
 def eval_position_ids(scheme: Scheme, base: torch.Tensor) -> torch.Tensor:
-    """Evaluation-time IDs: the task's own IDs, for every scheme in this module."""
+    """Evaluation-time IDs of the prompt (and, for coupled, the oracle IDs of the response): the
+    base IDs unchanged, for every scheme in this module."""
     return base

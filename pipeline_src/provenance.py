@@ -30,9 +30,10 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
 STAGE_SOURCES = {
     "data": ["canonical.py", "datasets.py", "tasks"],
-    "train": ["model.py", "positions.py", "batches.py", "train.py", "tasks"],
-    "evaluate": ["model.py", "positions.py", "batches.py", "evaluate.py", "stats.py", "tasks"],
-    "figures": ["figures", "stats.py"],
+    "train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "train.py", "tasks"],
+    "evaluate": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "decoding.py",
+                 "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
+    "figures": ["figures", "accuracy_schema.py", "stats.py"],
 }
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake")
 

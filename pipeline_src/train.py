@@ -1,5 +1,6 @@
-"""Training one cell (task, scheme, K_train, seed): AdamW, warmup then linear decay, gradient
-clipping, loss on response tokens only. Resumable: the whole state (weights, optimizer, random
+"""Training one cell (task, variant, scheme, seed): AdamW, warmup then linear decay, gradient
+clipping, loss on response tokens only. Under Predictive Position Coupling (scheme ppc) the loss is
+CE(next token) + w * CE(next token's position ID) on the same response tokens. Resumable: the whole state (weights, optimizer, random
 generator, log) is checkpointed atomically, so a killed run that restarts ends with the same
 weights as one that never stopped.
 """
@@ -26,8 +27,10 @@ from .positions import get_scheme, train_position_ids
 from .provenance import attach, build_record
 from .tasks import get_task
 
-LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64, "lr": pl.Float64,
-              "grad_norm": pl.Float64, "seconds": pl.Float64}
+LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
+              "position_accuracy": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
+              "seconds": pl.Float64}
+SECONDS = list(LOG_SCHEMA).index("seconds")
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
@@ -41,9 +44,10 @@ def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: 
 
 def build_model(spec: dict) -> Decoder:
     task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
-    cfg = ModelConfig(vocab_size=len(task.vocab), position_encoding=scheme.encoding, **spec["model"])
+    cfg = ModelConfig(vocab_size=len(task.vocab), position_encoding=scheme.encoding,
+                      position_head=scheme.predicts_positions, **spec["model"])
     target = spec["positions"]["target_length"]
-    if cfg.position_encoding == "abs" and target > cfg.max_positions:
+    if (cfg.position_encoding == "abs" or cfg.position_head) and target > cfg.max_positions:
         raise ValueError(f"model.max_positions={cfg.max_positions} must be >= positions.target_length="
                          f"{target} for scheme {scheme.name}")
     torch.manual_seed(spec["seed"])
@@ -75,7 +79,7 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
     out_dir.mkdir(parents=True, exist_ok=True)
     opt = spec["train"]
     task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
-    table = SequenceTable.from_frame(datasets.read(train_data, task.schema))
+    table = SequenceTable.from_frame(datasets.read(train_data, task.schema), coupled=scheme.coupled)
     model = build_model(spec)
     optimizer = make_optimizer(model, opt)
     generator = torch.Generator().manual_seed(spec["seed"])
@@ -89,11 +93,11 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
         generator.set_state(state["generator"])
         step, log, pending = state["step"], state["log"], state["pending"]
         say(f"resuming {out_dir} from step {step}")
-    say(f"training {spec['task']}/{scheme.name}/K{spec['k_train']}/seed{spec['seed']}: "
+    say(f"training {spec['task']}/{spec['variant']}/{scheme.name}/seed{spec['seed']}: "
         f"{model.num_parameters():,} parameters, {len(table):,} samples, {opt['steps']} steps")
 
     total = opt["steps"]
-    started = time.perf_counter() - (log[-1][5] if log else 0.0)  # seconds accumulate across resumes
+    started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
     model.train()
     while step < total:
         if stop_at_step is not None and step >= stop_at_step:
@@ -105,22 +109,30 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
             pending = grouped_batches(table.lengths, opt["batch_size"], opt["length_grouping"], generator)
         index = pending.pop()
         batch = training_batch(table, index, opt["pad_multiple"])
-        positions = train_position_ids(scheme, batch.positions, batch.lengths,
+        # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
+        positions = train_position_ids(scheme, batch.positions, batch.lengths + 1,
                                        target_length=spec["positions"]["target_length"],
                                        pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
-        positions = positions.masked_fill(~_real(batch), 0)  # padding never indexes a table
+        positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
         with autocast(opt["precision"]):
-            logits = model(batch.inputs, positions).token_logits
-        picked = logits[batch.loss_mask].float()
+            out = model(batch.inputs, positions[:, :-1])
+        picked = out.token_logits[batch.loss_mask].float()
         answer = batch.targets[batch.loss_mask]
         loss = F.cross_entropy(picked, answer)
+        position_accuracy = float("nan")
+        if out.position_logits is not None:
+            picked_ids = out.position_logits[batch.loss_mask].float()
+            next_ids = positions[:, 1:][batch.loss_mask]
+            loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
+            position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
         optimizer.step()
         step += 1
         accuracy = (picked.argmax(-1) == answer).double().mean().item()
-        log.append((step, loss.item(), accuracy, lr, grad_norm.item(), time.perf_counter() - started))
+        log.append((step, loss.item(), accuracy, position_accuracy, lr, grad_norm.item(),
+                    time.perf_counter() - started))
         if step % opt["log_every"] == 0 or step == total:
             _report(say, log, opt["log_every"], total)
         if step % opt["checkpoint_every"] == 0 and step < total:
@@ -146,26 +158,32 @@ def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
     return list(index.view(groups, batch_size)[order])
 
 
-def _real(batch) -> torch.Tensor:
-    return torch.arange(batch.inputs.shape[1])[None, :] < batch.lengths[:, None]
+def _real(batch, extra: int = 0) -> torch.Tensor:
+    """[B, T+extra] True on the real tokens of the inputs (and of the ``extra`` tokens after them)."""
+    return torch.arange(batch.inputs.shape[1] + extra)[None, :] < (batch.lengths + extra)[:, None]
 
 
 def _report(say, log, window: int, total: int) -> None:
+    column = {name: i for i, name in enumerate(LOG_SCHEMA)}
+
+    def mean(name):
+        return sum(r[column[name]] for r in recent) / len(recent)
+
     recent = log[-window:]
-    step = recent[-1][0]
-    loss = sum(r[1] for r in recent) / len(recent)
-    acc = sum(r[2] for r in recent) / len(recent)
-    before = log[-window - 1][5] if len(log) > window else 0.0
-    rate = len(recent) / max(1e-9, recent[-1][5] - before)
-    eta = (total - step) / rate
-    say(f"step {step}/{total}  loss {loss:.4f}  acc {acc:.3f}  lr {recent[-1][3]:.2e}  "
-        f"{rate:.1f} steps/s  eta {eta:.0f}s")
+    step = recent[-1][column["step"]]
+    before = log[-window - 1][SECONDS] if len(log) > window else 0.0
+    rate = len(recent) / max(1e-9, recent[-1][SECONDS] - before)
+    position = mean("position_accuracy")
+    position = "" if position != position else f"  pos acc {position:.3f}"  # NaN: no position head
+    say(f"step {step}/{total}  loss {mean('loss'):.4f}  acc {mean('accuracy'):.3f}{position}  "
+        f"lr {recent[-1][column['lr']]:.2e}  {rate:.1f} steps/s  eta {(total - step) / rate:.0f}s")
 
 
 def _finish(spec: dict, model: Decoder, log: list, train_data: Path, out_dir: Path, rule: str) -> dict:
     record = build_record(rule, "train", spec, inputs={"train_data": train_data}, seeds={"seed": spec["seed"]})
-    description = {"task": spec["task"], "scheme": spec["scheme"], "k_train": spec["k_train"],
-                   "seed": spec["seed"], "vocab": list(get_task(spec["task"]).vocab.tokens)}
+    description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
+                   "k_train": spec.get("k_train"), "seed": spec["seed"],
+                   "vocab": list(get_task(spec["task"]).vocab.tokens)}
     save_model(model, out_dir, description, record)
     frame = pl.DataFrame(log, schema=LOG_SCHEMA, orient="row")
     attach(out_dir / "train_log.parquet", record,

@@ -14,11 +14,12 @@ TINY_MODEL = {"d_model": 32, "n_layer": 1, "n_head": 2, "d_mlp": 64, "rotary_pct
               "rotary_base": 10000.0, "max_positions": 256, "parallel_residual": True}
 TINY_TRAIN = {"steps": 12, "batch_size": 8, "lr": 1e-3, "betas": [0.9, 0.999], "warmup_steps": 3,
               "final_lr_ratio": 0.0, "weight_decay": 0.1, "grad_clip": 1.0, "precision": "fp32",
-              "pad_multiple": 8, "length_grouping": 3, "log_every": 4, "checkpoint_every": 5}
+              "pad_multiple": 8, "length_grouping": 3, "log_every": 4, "checkpoint_every": 5,
+              "position_loss_weight": 1.0}
 
 
 def tiny_train_spec(scheme: str = "rope_pose", **train) -> dict:
-    return {"task": "sparse_parity", "scheme": scheme, "k_train": 2, "seed": 3,
+    return {"task": "sparse_parity", "variant": "k2", "scheme": scheme, "k_train": 2, "seed": 3,
             "model": dict(TINY_MODEL), "train": {**copy.deepcopy(TINY_TRAIN), **train},
             "positions": {"pose_chunks": 2, "target_length": 103}}
 

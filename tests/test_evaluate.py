@@ -1,19 +1,79 @@
-"""Evaluation: Wilson intervals and the per-cell accuracy table."""
+"""Evaluation: Wilson intervals; per-cell metrics against an independent per-sample decoding for
+every kind of response position source (sequential, oracle coupled, predicted) and against a
+decoder that knows the answers; errors that name the cell and the row."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 import pytest
 import torch
 
-from pipeline_src import datasets
+from pipeline_src import datasets, evaluate as evaluate_module
 from pipeline_src.accuracy_schema import AccuracySchema
+from pipeline_src.batches import SequenceTable
 from pipeline_src.checkpoints import load_model
-from pipeline_src.evaluate import evaluate
+from pipeline_src.decoding import PAD, Decoded, greedy_decode
+from pipeline_src.evaluate import check_cell, evaluate
+from pipeline_src.schemes import get_scheme
 from pipeline_src.stats import wilson_interval
+from pipeline_src.tasks import get_task
 from pipeline_src.train import train
 from tests.conftest import tiny_train_spec
+from tests.test_task_contract import generate, record, write
+
+quiet = {"progress": lambda _: None}
+
+# Small scratchpad tasks: (training params, evaluation params). Variable assignment responses vary
+# in length within a cell (the chain depth is random).
+TASK_DATA = {
+    "parity_scratchpad": ({"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 200},
+                          {"lengths": [2, 6], "scratchpad": True, "n_per_cell": 12}),
+    "variable_assignment": ({"n_vars": 16, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True,
+                             "n_samples": 200},
+                            {"n_vars": 16, "lengths": [2, 5], "d_max": 4, "scratchpad": True, "n_per_cell": 12}),
+}
+
+
+def write_data(path, name: str, split: str, params: dict, seed: int):
+    return write(name, generate(name, split, params, seed), path, record(name, split, params, seed))
+
+
+def train_task_model(out_dir, data_dir, name: str, scheme: str, steps: int = 300, max_positions: int = 64):
+    """A tiny model of ``name`` (scratchpad variant) trained for ``steps`` steps (enough to get some
+    samples right and some wrong); returns its directory."""
+    spec = tiny_train_spec(scheme, steps=steps, lr=1e-2, batch_size=16)
+    spec.update(task=name, variant="scratchpad", k_train=None)
+    spec["model"]["max_positions"] = max_positions
+    spec["positions"]["target_length"] = max_positions
+    train_data = data_dir / f"{name}-train.parquet"
+    if not train_data.exists():
+        write_data(train_data, name, "train", TASK_DATA[name][0], 11)
+    train(spec, train_data, out_dir, **quiet)
+    return out_dir
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Trained tiny models by (task, scheme), trained once per module on first use."""
+    root, cache = tmp_path_factory.mktemp("models"), {}
+
+    def get(name: str, scheme: str):
+        if (name, scheme) not in cache:
+            cache[name, scheme] = train_task_model(root / f"{name}-{scheme}", root, name, scheme)
+        return cache[name, scheme]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def eval_sets(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eval")
+    return {name: write_data(root / f"{name}.parquet", name, "eval", params, 5)
+            for name, (_, params) in TASK_DATA.items()}
+
+
+def as_dict(result: pl.DataFrame, keys=("length", "metric")) -> dict:
+    return {tuple(row[k] for k in keys): (row["correct"], row["n"]) for row in result.iter_rows(named=True)}
 
 
 def test_wilson_interval_known_values():
@@ -26,13 +86,15 @@ def test_wilson_interval_known_values():
         wilson_interval([3], [0])
 
 
-def test_evaluate_counts_match_a_direct_forward(tmp_path, train_data, eval_data):
-    train(tiny_train_spec(), train_data, tmp_path / "m", progress=lambda _: None)
+def test_sparse_parity_counts_match_a_direct_forward(tmp_path, train_data, eval_data):
+    train(tiny_train_spec(), train_data, tmp_path / "m", **quiet)
     out = tmp_path / "acc.parquet"
-    result = evaluate({"batch_size": 4, "seed": 2}, tmp_path / "m", eval_data, out, progress=lambda _: None)
+    result = evaluate({"batch_size": 4, "seed": 2}, tmp_path / "m", eval_data, out, **quiet)
     stored = datasets.read(out, AccuracySchema)
     assert stored.equals(result)
-    assert sorted(zip(stored["k"], stored["length"])) == [(1, 20), (1, 60), (2, 20), (2, 60)]
+    cells = [(1, 20), (1, 60), (2, 20), (2, 60)]
+    assert sorted(zip(stored["k"], stored["length"], stored["metric"])) == \
+        [(*cell, metric) for cell in cells for metric in ("answer", "exact_match")]
     model, _ = load_model(tmp_path / "m")
     frame = pl.read_parquet(eval_data)
     for row in stored.iter_rows(named=True):
@@ -44,4 +106,129 @@ def test_evaluate_counts_match_a_direct_forward(tmp_path, train_data, eval_data)
             correct += int(logits[0, -1].argmax()) == response[0]
         assert row["correct"] == correct and row["n"] == len(cell)
         assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
-    assert np.all(stored["scheme"].to_numpy() == "rope_pose")
+    assert set(stored["scheme"]) == {"rope_pose"} and set(stored["variant"]) == {"k2"}
+    assert set(stored["k_train"]) == {2}
+
+
+def reference_counts(model, name: str, scheme_name: str, frame: pl.DataFrame) -> dict:
+    """Per-sample greedy decoding without a KV cache, one sample at a time: {(length, metric): correct}."""
+    task, scheme = get_task(name), get_scheme(scheme_name)
+    eos = task.vocab.id("<eos>")
+    counts = {}
+    for row in frame.iter_rows(named=True):
+        prompt, response = torch.tensor([row["prompt"]]), row["response"]
+        P, R = len(row["prompt"]), len(response)
+        sequential = torch.arange(P + R)[None, :]
+        prompt_pos = torch.tensor([row["prompt_pos"]]) if scheme.coupled else sequential[:, :P]
+        oracle = torch.tensor([row["response_pos"]]) if scheme.coupled else sequential[:, P:]
+        out = greedy_decode(model, prompt, prompt_pos, R, stop_token=eos, use_cache=False,
+                            response_positions=None if scheme.predicts_positions else oracle)
+        tokens, positions = out.tokens[0].tolist(), out.positions[0].tolist()
+        right = {"exact_match": tokens == response,
+                 "answer": len(tokens) > R + task.answer_index
+                 and tokens[R + task.answer_index] == response[task.answer_index]}
+        if scheme.predicts_positions:
+            right["position_match"] = positions == row["response_pos"]
+        for metric, ok in right.items():
+            counts[row["length"], metric] = counts.get((row["length"], metric), 0) + int(ok)
+    return counts
+
+
+@pytest.mark.parametrize("name,scheme", [("parity_scratchpad", "coupled"), ("parity_scratchpad", "ppc"),
+                                         ("parity_scratchpad", "rope"), ("variable_assignment", "ppc"),
+                                         ("variable_assignment", "abs_shift")])
+def test_metrics_match_per_sample_decoding(tmp_path, models, eval_sets, name, scheme):
+    model_dir, eval_data = models(name, scheme), eval_sets[name]
+    lines = []
+    result = evaluate({"batch_size": 3, "seed": 5}, model_dir, eval_data, tmp_path / "acc.parquet",
+                      progress=lines.append)
+    frame = pl.read_parquet(eval_data)
+    model, _ = load_model(model_dir)
+    counts = as_dict(result)
+    assert {key: correct for key, (correct, _) in counts.items()} == reference_counts(model, name, scheme, frame)
+    assert all(n == 12 for _, n in counts.values())
+    metrics = {"exact_match", "answer"} | ({"position_match"} if scheme == "ppc" else set())
+    assert set(result["metric"]) == metrics and len(result) == 2 * len(metrics)
+    assert result["k"].null_count() == len(result) and result["k_train"].null_count() == len(result)
+    assert set(result["variant"]) == {"scratchpad"} and set(result["task"]) == {name}
+    assert len(lines) == 2 and f"length={max(frame['length'])}:" in lines[1]
+    if name == "variable_assignment":  # responses of several lengths share a cell
+        assert frame.group_by("length").agg(pl.col("response").list.len().n_unique())["response"].min() > 1
+
+
+def oracle_decode(frame: pl.DataFrame, corrupt):
+    """A stand-in for greedy_decode that knows every answer: it returns each prompt's true response
+    and its oracle position IDs, then applies ``corrupt(tokens, positions, lengths)``."""
+    truth = {tuple(r["prompt"]): (r["response"], r["response_pos"]) for r in frame.iter_rows(named=True)}
+
+    def decode(model, prompt, prompt_positions, max_new_tokens, *, response_positions=None, stop_token=None):
+        found = [truth[tuple(p)] for p in prompt.tolist()]
+        tokens = torch.zeros(len(found), max_new_tokens, dtype=torch.long)
+        positions = torch.zeros_like(tokens)
+        for i, (response, ids) in enumerate(found):
+            tokens[i, :len(response)], positions[i, :len(ids)] = torch.tensor(response), torch.tensor(ids)
+        lengths = torch.tensor([len(response) for response, _ in found])
+        return Decoded(*corrupt(tokens, positions, lengths))
+
+    return decode
+
+
+def _flip_first(tokens, positions, lengths):
+    tokens[:, 0] = -5
+    return tokens, positions
+
+
+def _shift_last_id_and_cut(tokens, positions, lengths):
+    positions[torch.arange(len(lengths)), lengths - 1] += 1
+    return tokens[:, :-1], positions[:, :-1]
+
+
+def _stop_before_the_answer(tokens, positions, lengths):
+    rows = torch.arange(len(lengths))
+    tokens[rows, lengths - 2] = get_task("variable_assignment").vocab.id("<eos>")
+    tokens[rows, lengths - 1] = PAD
+    return tokens, positions
+
+
+@pytest.mark.parametrize("corrupt,expected", [
+    # the exact answers: every metric is right
+    (lambda t, p, lengths: (t, p), lambda R, width: {"exact_match": 1, "answer": 1, "position_match": 1}),
+    # a wrong first token: only rows whose answer is not their first token keep the answer
+    (_flip_first, lambda R, width: {"exact_match": 0, "answer": int(R > 2), "position_match": 1}),
+    # the last column missing (an early stop) and the <eos> ID off by one: the longest rows lose <eos>
+    (_shift_last_id_and_cut, lambda R, width: {"exact_match": int(R < width), "answer": 1, "position_match": 0}),
+    # <eos> in place of the answer: the ID after it belongs to no generated token
+    (_stop_before_the_answer, lambda R, width: {"exact_match": 0, "answer": 0, "position_match": 0}),
+])
+def test_counts_of_a_decoder_that_knows_the_answers(tmp_path, models, eval_sets, monkeypatch, corrupt, expected):
+    frame = pl.read_parquet(eval_sets["variable_assignment"])
+    monkeypatch.setattr(evaluate_module, "greedy_decode", oracle_decode(frame, corrupt))
+    result = evaluate({"batch_size": 100, "seed": 5}, models("variable_assignment", "ppc"),
+                      eval_sets["variable_assignment"], tmp_path / "acc.parquet", **quiet)
+    want = {}
+    for length, cell in frame.group_by("length"):
+        R = cell["response"].list.len().to_numpy()
+        for r in R:
+            for metric, ok in expected(r, R.max()).items():
+                want[length[0], metric] = want.get((length[0], metric), 0) + ok
+    assert {key: correct for key, (correct, _) in as_dict(result).items()} == want
+
+
+def test_position_id_beyond_the_table_names_the_row(tmp_path):
+    model_dir = train_task_model(tmp_path / "m", tmp_path, "parity_scratchpad", "coupled", steps=2,
+                                 max_positions=24)
+    eval_data = write_data(tmp_path / "long.parquet", "parity_scratchpad", "eval",
+                           {"lengths": [5, 30], "scratchpad": True, "n_per_cell": 3}, 5)
+    # length 30: b_23 has ID 24; the first sample of that cell is row 3 of the file
+    with pytest.raises(ValueError, match=r"long\.parquet, cell length=30, row 3: position ID 24 >= .*24"):
+        evaluate({"batch_size": 4, "seed": 5}, model_dir, eval_data, tmp_path / "acc.parquet", **quiet)
+    assert not (tmp_path / "acc.parquet").exists()
+
+
+def test_prompts_of_different_lengths_in_one_cell_raise(models):
+    mixed = generate("parity_scratchpad", "eval", {"lengths": [3, 4], "scratchpad": True, "n_per_cell": 2}, 5)
+    model, _ = load_model(models("parity_scratchpad", "coupled"))
+    table = SequenceTable.from_frame(mixed)
+    with pytest.raises(ValueError, match=r"e\.parquet, cell length=3: prompts of different lengths \[5, 6\]"):
+        check_cell(model, table, pl.Series([0, 1, 2, 3]), "e.parquet, cell length=3")
+    check_cell(model, SequenceTable.from_frame(mixed.head(2)), pl.Series([0, 1]), "e.parquet, cell length=3")

@@ -96,6 +96,19 @@ def test_sequence_tokens_and_max_position(eval_frame):
     assert TASK.answer_index == -2 and TASK.cell_columns == ("length",)
 
 
+def test_without_scratchpad_the_response_is_the_last_step():
+    """Same prompts and answers as with the scratchpad (same draws); response ``s_n <eos>`` with the
+    IDs r+n and r+n+1."""
+    params = {**EVAL, "scratchpad": False}
+    direct, full = generate("eval", params, 4), generate("eval", EVAL, 4)
+    assert direct["prompt"].equals(full["prompt"]) and direct["answer"].equals(full["answer"])
+    for row in direct.iter_rows(named=True):
+        n = row["length"]
+        assert VOCAB.decode(row["response"]) == [str(running_parity(parse(row["prompt"]))[-1]), "<eos>"]
+        assert row["response_pos"] == [1 + n, 1 + n + 1]
+        assert TASK.sequence_tokens(n, params) == len(row["prompt"]) + 2
+
+
 # --- training law and evaluation grid -----------------------------------------------------------
 
 def test_training_law_is_uniform(train_frame):
@@ -111,8 +124,9 @@ def test_eval_grid_cells():
     assert TASK.eval_cells(EVAL) == [(n,) for n in EVAL["lengths"]]
 
 
-@pytest.mark.parametrize("params", [{"n_min": 0, "n_max": 5, "n_samples": 5},
-                                    {"n_min": 6, "n_max": 5, "n_samples": 5}])
+@pytest.mark.parametrize("params", [{"n_min": 0, "n_max": 5, "scratchpad": True, "n_samples": 5},
+                                    {"n_min": 6, "n_max": 5, "scratchpad": True, "n_samples": 5},
+                                    {"n_min": 1, "n_max": 5, "scratchpad": "yes", "n_samples": 5}])
 def test_bad_train_params_raise(params):
     with pytest.raises(ValueError):
         generate("train", params, 0)
@@ -121,7 +135,7 @@ def test_bad_train_params_raise(params):
 @pytest.mark.parametrize("lengths", [[0], [3, 3], []])
 def test_bad_eval_lengths_raise(lengths):
     with pytest.raises(ValueError):
-        generate("eval", {"lengths": lengths, "n_per_cell": 3}, 0)
+        generate("eval", {"lengths": lengths, "scratchpad": True, "n_per_cell": 3}, 0)
 
 
 # --- schema checks specific to this task (the shared ones are in test_task_contract.py) ---------

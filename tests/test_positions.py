@@ -7,7 +7,8 @@ import torch
 
 from pipeline_src import positions
 from pipeline_src.batches import SequenceTable, training_batch
-from pipeline_src.positions import SCHEMES, eval_position_ids, get_scheme, pose_ids, shift_ids, train_position_ids
+from pipeline_src.positions import (SCHEMES, eval_position_ids, get_scheme, offset_ids, pose_ids, shift_ids,
+                                    train_position_ids)
 from pipeline_src.tasks import get_task
 
 
@@ -154,6 +155,53 @@ def test_shift_reproducible_and_too_long():
         shift_ids(base, lengths, 5, torch.Generator().manual_seed(1))
 
 
+# --- coupled offset -----------------------------------------------------------------------------
+
+def _coupled_batch():
+    """Coupled IDs of parity with a scratchpad (r = 1): <bos> 0, b_i 1+i, = 1, s_i 1+i, <eos> n+2."""
+    rows, lengths = [], []
+    for n in (1, 3, 7, 12):
+        ids = [0] + [1 + i for i in range(1, n + 1)] + [1] + [1 + i for i in range(1, n + 1)] + [n + 2]
+        rows.append(ids + [0] * (2 * 12 + 3 - len(ids)))
+        lengths.append(len(ids))
+    return torch.tensor(rows), torch.tensor(lengths)
+
+
+def test_offset_keeps_bos_and_shifts_the_rest_by_one_amount_per_row():
+    base, lengths = _coupled_batch()
+    target = 40
+    seen = set()
+    for seed in range(200):
+        out = offset_ids(base, lengths, target, torch.Generator().manual_seed(seed))
+        assert torch.all(out[:, 0] == 0)
+        for b, n in enumerate(lengths.tolist()):
+            delta = (out[b, 1:n] - base[b, 1:n]).unique()
+            assert len(delta) == 1, "one offset per row"
+            assert 0 <= int(delta) and int(out[b, :n].max()) < target
+            seen.add((b, int(delta)))
+    # every admissible offset occurs (row with n = 12: max ID 14 -> offsets 0..25)
+    assert {d for b, d in seen if b == 3} == set(range(target - 1 - 14 + 1))
+
+
+def test_offset_rejects_ids_beyond_the_target():
+    base, lengths = _coupled_batch()
+    with pytest.raises(ValueError, match="target length 10"):
+        offset_ids(base, lengths, 10, torch.Generator().manual_seed(0))
+
+
+def test_sequential_base_replaces_coupled_ids():
+    frame = get_task("parity_scratchpad").generate_train({"n_min": 1, "n_max": 6, "scratchpad": True,
+                                                                    "n_samples": 30}, 3)
+    coupled = SequenceTable.from_frame(frame)
+    sequential = SequenceTable.from_frame(frame, coupled=False)
+    assert torch.equal(coupled.tokens, sequential.tokens)
+    for b in range(len(frame)):
+        n = int(sequential.lengths[b])
+        assert sequential.positions[b, :n].tolist() == list(range(n))
+        assert coupled.positions[b, :n].tolist() == frame["prompt_pos"][b].to_list() + frame["response_pos"][b].to_list()
+        assert not torch.any(sequential.positions[b, n:])
+
+
 # --- dispatch -----------------------------------------------------------------------------------
 
 SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
@@ -162,7 +210,14 @@ SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
     "abs": ("abs", "identity"),
     "rope_pose": ("rope", "pose"),
     "abs_shift": ("abs", "shift"),
+    "coupled": ("abs", "offset"),
+    "ppc": ("abs", "offset"),
 }
+
+
+def test_only_coupled_schemes_use_coupled_ids_and_only_ppc_predicts():
+    assert {n for n, s in SCHEMES.items() if s.coupled} == {"coupled", "ppc"}
+    assert {n for n, s in SCHEMES.items() if s.predicts_positions} == {"ppc"}
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
@@ -190,6 +245,9 @@ def test_train_position_ids_dispatch(name):
         assert not torch.equal(out, base)
     elif scheme.train_transform == "shift":
         assert torch.equal(out, shift_ids(base, lengths, 60, torch.Generator().manual_seed(8)))
+        assert not torch.equal(out, base)
+    elif scheme.train_transform == "offset":
+        assert torch.equal(out, offset_ids(base, lengths, 60, torch.Generator().manual_seed(8)))
         assert not torch.equal(out, base)
     else:
         pytest.skip(f"transform {scheme.train_transform!r} is not covered here")
@@ -228,15 +286,16 @@ def test_training_batch(frame, pad_multiple, rows):
     width = batch.inputs.shape[1]
     assert width % pad_multiple == 0
     assert longest <= width < longest + pad_multiple
-    for tensor in (batch.positions, batch.targets, batch.loss_mask):
+    for tensor in (batch.targets, batch.loss_mask):
         assert tensor.shape == (len(rows), width)
+    assert batch.positions.shape == (len(rows), width + 1)
     assert batch.lengths.tolist() == [len(s) - 1 for s in sequences]
     for b, (seq, pos, plen) in enumerate(zip(sequences, ids, prompt_lens)):
         n = len(seq) - 1
         pad = [0] * (width - n)
         # inputs/positions past the real length are don't-care (masked); the real part must match
         assert batch.inputs[b, :n].tolist() == seq[:-1]
-        assert batch.positions[b, :n].tolist() == pos[:-1]
+        assert batch.positions[b, :n + 1].tolist() == pos
         assert batch.targets[b].tolist() == seq[1:] + pad
         mask = batch.loss_mask[b].tolist()
         assert [i for i, m in enumerate(mask) if m] == [plen - 1]

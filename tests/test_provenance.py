@@ -41,7 +41,7 @@ def test_chain_from_figure_back_to_datasets(tmp_path, train_data, eval_data, mon
     spec = tiny_train_spec()
     train(spec, "train.parquet", "model", progress=lambda _: None)
     evaluate({"batch_size": 8, "seed": 2}, "model", "eval.parquet", "acc.parquet", progress=lambda _: None)
-    figure_spec = {"schemes": ["rope_pose"], "seeds": [3], "x_scale": "log", "train_lengths": [20, 50]}
+    figure_spec = {"task": "sparse_parity", "runs": {"k2": ["rope_pose"]}, "seeds": [3], "x_scale": "log", "train_lengths": [20, 50]}
     figure1.plot(figure_spec, ["acc.parquet"], ["fig.png", "fig.pdf"])
 
     chain = trace("fig.png")

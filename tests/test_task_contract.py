@@ -32,9 +32,9 @@ SPECS = {
         "regrid": [[4, 10, 20, 30], [30, 20, 10, 4], [10, 20]],
     },
     "parity_scratchpad": {
-        "train": {"n_min": 1, "n_max": 20, "n_samples": 200},
-        "eval": {"lengths": [1, 5, 20, 60], "n_per_cell": 30},
-        "small": {"n_min": 1, "n_max": 8, "n_samples": 30},
+        "train": {"n_min": 1, "n_max": 20, "scratchpad": True, "n_samples": 200},
+        "eval": {"lengths": [1, 5, 20, 60], "scratchpad": True, "n_per_cell": 30},
+        "small": {"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 30},
         "regrid": [[60, 20, 5, 1], [5, 80]],
         "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
     },

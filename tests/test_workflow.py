@@ -51,11 +51,16 @@ def pipeline(tmp_path_factory) -> Path:
     return workdir
 
 
-def test_smoke_run_writes_figure_and_provenance(pipeline):
+FIGURES = ("figure1", "figure2", "figure3", "sparse_parity_scratchpad")
+
+
+def test_smoke_run_writes_every_figure_and_provenance(pipeline):
     figures = pipeline / "results" / "figures"
-    for name in ("figure1.png", "figure1.pdf", "figure1.png.prov.json", "figure1.pdf.prov.json"):
-        assert (figures / name).stat().st_size > 0, name
-    assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == 4
+    for figure in FIGURES:
+        for suffix in (".png", ".pdf", ".png.prov.json", ".pdf.prov.json"):
+            assert (figures / f"{figure}{suffix}").stat().st_size > 0, figure + suffix
+    # smoke trains 4 sparse parity, 3 parity, 5 variable assignment, 2 sparse parity scratchpad models
+    assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == 14
 
 
 def test_second_run_does_nothing(pipeline):
@@ -63,29 +68,41 @@ def test_second_run_does_nothing(pipeline):
 
 
 def test_reordered_yaml_reruns_nothing(pipeline):
+    def reversed_keys(value):
+        if isinstance(value, dict):
+            return {key: reversed_keys(value[key]) for key in reversed(list(value))}
+        return value
+
     smoke = yaml.safe_load((pipeline / "config" / "smoke.yaml").read_text())
-    reordered = {"sparse_parity": dict(reversed(list(smoke["sparse_parity"].items())))}
-    reordered["sparse_parity"]["model"] = dict(reversed(list(smoke["sparse_parity"]["model"].items())))
-    override = write_override(pipeline, "reordered.yaml", reordered)
+    override = write_override(pipeline, "reordered.yaml", reversed_keys(smoke))
     assert planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", override)) == {}
 
 
-def test_eval_edit_reruns_only_evaluation_and_figure(pipeline):
-    override = write_override(pipeline, "eval_batch.yaml", {"sparse_parity": {"eval": {"batch_size": 7}}})
-    jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
-    assert jobs == {"evaluate": 4, "figure1": 1, "all": 1}
-    override = write_override(pipeline, "eval_n.yaml", {"sparse_parity": {"eval": {"n_per_cell": 11}}})
-    jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
-    assert jobs == {"eval_data": 1, "evaluate": 4, "figure1": 1, "all": 1}
+EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must plan
+    "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "figure1": 1}),
+    "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}}, {"eval_data": 1, "evaluate": 4, "figure1": 1}),
+    "training steps": ({"sparse_parity": {"train": {"steps": 31}}}, {"train": 4, "evaluate": 4, "figure1": 1}),
+    "one more scheme": ({"parity_scratchpad": {"runs": {"scratchpad": ["ppc", "coupled", "rope_pose", "nope"]}}},
+                        {"train": 1, "evaluate": 1, "figure2": 1}),
+    "ppc loss weight": ({"variable_assignment": {"train": {"position_loss_weight": 0.5}}},
+                        {"train": 1, "evaluate": 1, "figure3": 1}),
+}
 
 
-def test_training_edit_reruns_training_downstream_only(pipeline):
-    override = write_override(pipeline, "steps.yaml", {"sparse_parity": {"train": {"steps": 31}}})
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
+    body, expected = EDITS[edit]
+    override = write_override(pipeline, "edit.yaml", body)
     jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
-    assert jobs == {"train": 4, "evaluate": 4, "figure1": 1, "all": 1}
+    assert jobs == {**expected, "all": 1}
 
 
 @pytest.mark.parametrize("body, field", [
+    ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "scratch"),
+    ({"parity_scratchpad": {"runs": {"direct": ["alibi"]}}}, "alibi"),
+    ({"tasks": ["sparse_parity", "parity"]}, "tasks"),
+    ({"variable_assignment": {"data": {"n_vars": 8}}}, "n_vars"),
+    ({"parity_scratchpad": {"model": {"max_positions": 20}}}, "max_positions"),
     ({"sparse_parity": {"train": {"lr": "1e-3"}}}, "lr"),
     ({"sparse_parity": {"train": {"learning_rate": 0.1}}}, "learning_rate"),
     ({"sparse_parity": {"schemes": ["rope", "alibi"]}}, "schemes"),

@@ -18,8 +18,10 @@ from ..provenance import attach, build_record  # noqa: E402
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
 
 
-def read_accuracy(paths: list[Path]) -> pl.DataFrame:
-    return pl.concat([datasets.read(p, AccuracySchema) for p in paths])
+def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
+    """The evaluation results of ``paths`` in one frame; only ``metric``'s rows if given."""
+    frame = pl.concat([datasets.read(p, AccuracySchema) for p in paths])
+    return frame if metric is None else frame.filter(pl.col("metric") == metric)
 
 
 def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

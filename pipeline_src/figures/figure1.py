@@ -1,7 +1,8 @@
 """Figure 1: sparse parity, accuracy against length, one panel per K_train, one line per k_test.
 
-Lines are the mean over training seeds; the band is the seeds' min-max spread (with one seed, the
-95% Wilson interval of that run). The grey band marks the training lengths.
+The metric is the accuracy of the predicted last token (``answer``). Lines are the mean over
+training seeds; the band is the seeds' min-max spread (with one seed, the 95% Wilson interval of
+that run). The grey band marks the training lengths.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from .common import mean_over_seeds, read_accuracy, save_figure
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:
-    frame = read_accuracy(inputs)
+    frame = read_accuracy(inputs, metric="answer")
     summary = mean_over_seeds(frame, ["scheme", "k_train", "k", "length"])
-    schemes = [s for s in spec["schemes"] if s in set(summary["scheme"])]
+    ordered = dict.fromkeys(scheme for schemes in spec["runs"].values() for scheme in schemes)
+    schemes = [s for s in ordered if s in set(summary["scheme"])]
     k_trains = sorted(set(summary["k_train"]))
     k_tests = sorted(set(summary["k"]))
     colours = plt.get_cmap("viridis")

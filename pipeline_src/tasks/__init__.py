@@ -22,7 +22,7 @@ class Task:
     cell_columns: tuple[str, ...] = ("k", "length")
     # index in ``response`` of the answer token (-1: the response is the answer; -2: ... <eos>)
     answer_index: int = -1
-    # (length, params=None) -> largest coupled position ID in the generated data; None: not set
+    # (length, params=None) -> largest coupled position ID of a sample of that length
     max_position_id: Callable | None = None
 
     @property
@@ -35,7 +35,8 @@ class Task:
 TASKS = {
     "sparse_parity": Task("sparse_parity", sparse_parity.VOCAB, sparse_parity.generate_train,
                           sparse_parity.generate_eval, sparse_parity.eval_cells,
-                          sparse_parity.sequence_tokens, "SparseParitySchema"),
+                          sparse_parity.sequence_tokens, "SparseParitySchema",
+                          max_position_id=sparse_parity.max_position_id),
     "parity_scratchpad": Task("parity_scratchpad", parity_scratchpad.VOCAB,
                               parity_scratchpad.generate_train, parity_scratchpad.generate_eval,
                               parity_scratchpad.eval_cells, parity_scratchpad.sequence_tokens,

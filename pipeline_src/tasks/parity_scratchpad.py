@@ -2,10 +2,12 @@
 
 The prompt is ``<bos> b_1 ... b_n =`` and the response ``s_1 ... s_n <eos>`` with
 s_i = b_1 XOR ... XOR b_i (the running parity); the answer is s_n. The length measure is n.
+Without the scratchpad (``scratchpad: false``, the paper's baseline) the response is ``s_n <eos>``.
 
 Position IDs are the *coupled* IDs of Cho et al. (2024) with the evaluation offset r = 1:
 ``<bos>`` -> 0, b_i -> r+i, ``=`` -> r, s_i -> r+i, ``<eos>`` -> r+n+1. So s_i shares its ID with
-b_i, and every next token sits one ID after the token that predicts it. The random training offset
+b_i, and every next token sits one ID after the token that predicts it. Without the scratchpad,
+s_n -> r+n and ``<eos>`` -> r+n+1. The random training offset
 r is the positional scheme's business (positions are data; the scheme transforms them).
 
 Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
@@ -24,12 +26,12 @@ OFFSET = 1  # r at evaluation (SPEC 2.2)
 CELL_COLUMNS = ("length",)
 
 
-def sample(rng: np.random.Generator, n: np.ndarray) -> dict[str, np.ndarray]:
+def sample(rng: np.random.Generator, n: np.ndarray, scratchpad: bool = True) -> dict[str, np.ndarray]:
     """Draw one sample per entry of ``n`` (int array, n >= 1).
 
     Returns right-padded matrices ``prompt``/``prompt_pos`` [N, max(n)+2] and
-    ``response``/``response_pos`` [N, max(n)+1] with their row lengths, plus ``bits``
-    [N, max(n)] (0 past n) and ``answer`` (s_n, 0/1).
+    ``response``/``response_pos`` [N, max(n)+1] (with the scratchpad; else [N, 2]) with their row
+    lengths, plus ``bits`` [N, max(n)] (0 past n) and ``answer`` (s_n, 0/1).
     """
     n = np.asarray(n, dtype=np.int64)
     if n.ndim != 1 or len(n) == 0:
@@ -58,19 +60,29 @@ def sample(rng: np.random.Generator, n: np.ndarray) -> dict[str, np.ndarray]:
     response_pos = np.zeros_like(response)
     response_pos[:, :width] = (OFFSET + 1 + column) * inside  # s_i -> r + i
     response_pos[rows, n] = OFFSET + n + 1  # <eos> -> r + n + 1
+    if not scratchpad:  # keep the last step only: s_n <eos>, with the same IDs
+        last = np.stack([n - 1, n], axis=1)
+        response, response_pos = np.take_along_axis(response, last, 1), np.take_along_axis(response_pos, last, 1)
     return {"prompt": prompt, "prompt_pos": prompt_pos, "prompt_len": n + 2,
-            "response": response, "response_pos": response_pos, "response_len": n + 1,
+            "response": response, "response_pos": response_pos,
+            "response_len": n + 1 if scratchpad else np.full_like(n, 2),
             "bits": bits, "answer": answer}
 
 
-def _frame(drawn: dict[str, np.ndarray], n: np.ndarray):
+def _frame(rng: np.random.Generator, n: np.ndarray, params: dict):
     import polars as pl
 
-    return pl.DataFrame(layout.frame_columns(drawn, length=n))
+    scratchpad = params["scratchpad"]
+    if not isinstance(scratchpad, bool):
+        raise ValueError(f"parity_scratchpad's scratchpad must be true or false; got {scratchpad!r}")
+    return pl.DataFrame(layout.frame_columns(sample(rng, n, scratchpad), length=n))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
-    """Tokens fed to the model for a sample with n = ``length`` bits: (n+2) prompt + (n+1) response."""
+    """Tokens fed to the model for a sample with n = ``length`` bits: (n+2) prompt + (n+1) response
+    (2 without the scratchpad; ``params`` None: with)."""
+    if params is not None and not params["scratchpad"]:
+        return length + 4
     return 2 * length + 3
 
 
@@ -80,11 +92,11 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 
 
 def generate_train(params: dict, seed: int):
-    """Training set: ``params`` = {n_min, n_max, n_samples}; n ~ Unif{n_min..n_max}."""
+    """Training set: ``params`` = {n_min, n_max, scratchpad, n_samples}; n ~ Unif{n_min..n_max}."""
     n_min, n_max = layout.length_range("parity_scratchpad", params)
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
-    return _frame(sample(rng, n), n)
+    return _frame(rng, n, params)
 
 
 def eval_cells(params: dict) -> list[tuple[int]]:
@@ -93,12 +105,12 @@ def eval_cells(params: dict) -> list[tuple[int]]:
 
 
 def generate_eval(params: dict, seed: int):
-    """Evaluation grid: ``params`` = {lengths, n_per_cell}. Each cell has its own stream seeded by
-    (seed, n), so adding or removing a cell leaves the others unchanged."""
+    """Evaluation grid: ``params`` = {lengths, scratchpad, n_per_cell}. Each cell has its own stream
+    seeded by (seed, n), so adding or removing a cell leaves the others unchanged."""
 
     def draw_cell(rng: np.random.Generator, length: int):
         layout.check_eval_length("parity_scratchpad", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
-        return _frame(sample(rng, n), n)
+        return _frame(rng, n, params)
 
     return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")

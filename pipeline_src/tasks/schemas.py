@@ -133,9 +133,11 @@ class ParityScratchpadSchema(TaskSchema):
             & _token_is("prompt", 0, _ps.BOS) & _token_is("prompt", -1, _ps.EQUALS))
 
     @pa.dataframe_check
-    def response_has_n_plus_1_tokens(cls, data) -> pl.LazyFrame:
+    def response_is_scratchpad_or_answer(cls, data) -> pl.LazyFrame:
+        """n tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
+        size = pl.col("response").list.len()
         return data.lazyframe.select(
-            (pl.col("response").list.len() == pl.col("length") + 1) & _token_is("response", -1, _ps.EOS))
+            ((size == pl.col("length") + 1) | (size == 2)) & _token_is("response", -1, _ps.EOS))
 
     @pa.dataframe_check
     def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:

@@ -77,9 +77,14 @@ def _frame(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray):
     return pl.DataFrame(layout.frame_columns(drawn, k=k, l=l, length=2 * l))
 
 
-def sequence_tokens(length: int) -> int:
+def sequence_tokens(length: int, params: dict | None = None) -> int:
     """Tokens fed to the model for a sample of length measure ``length`` (= 2l): prompt plus answer."""
     return length + 3
+
+
+def max_position_id(length: int, params: dict | None = None) -> int:
+    """Largest position ID of a sample of length 2l = ``length``: its IDs are 0..2l+2."""
+    return length + 2
 
 
 def generate_train(params: dict, seed: int, draw: Callable = sample_layout):

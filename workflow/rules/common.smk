@@ -11,14 +11,14 @@ except jobs.ConfigError as err:
 
 wildcard_constraints:
     task="[a-z_]+",
+    variant="[a-z0-9]+",
     scheme="[a-z_]+",
-    k=r"\d+",
     seed=r"\d+",
+    evalset="eval(_[a-z0-9]+)?",
 
 
-TASK = "sparse_parity"
-CELLS = jobs.cells(config, TASK)
-FIGURE1 = ["results/figures/figure1.png", "results/figures/figure1.pdf"]
+CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
+FIGURES = {name: [f"results/figures/{name}.png", f"results/figures/{name}.pdf"] for name in jobs.figures(config)}
 
 
 def spec_param(build):
@@ -26,9 +26,14 @@ def spec_param(build):
     return lambda wc: canonical_json(build(wc))
 
 
-def model_dir(cell):
-    return f"results/train/{cell['task']}/{cell['scheme']}/k{cell['k']}/seed{cell['seed']}"
+def cell_path(cell):
+    return f"{cell['task']}/{cell['scheme']}/{cell['variant']}/seed{cell['seed']}"
 
 
 def accuracy_file(cell):
-    return f"results/eval/{cell['task']}/{cell['scheme']}/k{cell['k']}/seed{cell['seed']}/accuracy.parquet"
+    return f"results/eval/{cell_path(cell)}/accuracy.parquet"
+
+
+def eval_variant(wc):
+    """Any variant scored on this evaluation set (they share its spec)."""
+    return next(c["variant"] for c in CELLS[wc.task] if jobs.eval_data_name(wc.task, c["variant"]) == wc.evalset)

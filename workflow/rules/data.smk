@@ -1,35 +1,36 @@
-# Datasets: one training set per (task, K_train), shared by schemes and seeds; one evaluation grid per task.
+# Datasets: one training set per (task, variant), shared by schemes and seeds; one evaluation grid
+# per task (per variant where the variant changes the response: scratchpad or direct).
 
 
 rule train_data:
     output:
-        "results/data/{task}/train_k{k}.parquet",
+        "results/data/{task}/train_{variant}.parquet",
     params:
         rule="train_data",
-        spec=spec_param(lambda wc: jobs.train_data_spec(config, wc.task, int(wc.k))),
+        spec=spec_param(lambda wc: jobs.train_data_spec(config, wc.task, wc.variant)),
         code=stage_digest("data"),
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/data/{task}/train_k{k}.log",
+        "results/logs/data/{task}/train_{variant}.log",
     benchmark:
-        "results/benchmarks/data/{task}/train_k{k}.tsv"
+        "results/benchmarks/data/{task}/train_{variant}.tsv"
     shell:
         "lengthgen generate --rule {params.rule} --spec {params.spec:q} --out {output} 2> {log}"
 
 
 rule eval_data:
     output:
-        "results/data/{task}/eval.parquet",
+        "results/data/{task}/{evalset}.parquet",
     params:
         rule="eval_data",
-        spec=spec_param(lambda wc: jobs.eval_data_spec(config, wc.task)),
+        spec=spec_param(lambda wc: jobs.eval_data_spec(config, wc.task, eval_variant(wc))),
         code=stage_digest("data"),
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/data/{task}/eval.log",
+        "results/logs/data/{task}/{evalset}.log",
     benchmark:
-        "results/benchmarks/data/{task}/eval.tsv"
+        "results/benchmarks/data/{task}/{evalset}.tsv"
     shell:
         "lengthgen generate --rule {params.rule} --spec {params.spec:q} --out {output} 2> {log}"

@@ -3,10 +3,10 @@
 
 rule evaluate:
     input:
-        model="results/train/{task}/{scheme}/k{k}/seed{seed}/model.safetensors",
-        eval_data="results/data/{task}/eval.parquet",
+        model="results/train/{task}/{scheme}/{variant}/seed{seed}/model.safetensors",
+        eval_data=lambda wc: f"results/data/{wc.task}/{jobs.eval_data_name(wc.task, wc.variant)}.parquet",
     output:
-        "results/eval/{task}/{scheme}/k{k}/seed{seed}/accuracy.parquet",
+        "results/eval/{task}/{scheme}/{variant}/seed{seed}/accuracy.parquet",
     params:
         rule="evaluate",
         spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
@@ -16,9 +16,9 @@ rule evaluate:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/eval/{task}/{scheme}/k{k}/seed{seed}.log",
+        "results/logs/eval/{task}/{scheme}/{variant}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/eval/{task}/{scheme}/k{k}/seed{seed}.tsv"
+        "results/benchmarks/eval/{task}/{scheme}/{variant}/seed{seed}.tsv"
     shell:
         "lengthgen evaluate --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " --model-dir {params.model_dir} --eval-data {input.eval_data} --out {output} 2> {log}"

@@ -1,25 +1,30 @@
 # Figures: aggregation over seeds happens here; each figure has a provenance sidecar per format.
+# One rule per figure (figure1, figure2, ...), each over the accuracy tables of its task's cells.
 
 
-rule figure1:
-    input:
-        [accuracy_file(cell) for cell in CELLS],
-    output:
-        png=report("results/figures/figure1.png", caption="../report/figure1.rst", category="Sparse parity"),
-        pdf="results/figures/figure1.pdf",
-        png_provenance="results/figures/figure1.png.prov.json",
-        pdf_provenance="results/figures/figure1.pdf.prov.json",
-    params:
-        rule="figure1",
-        spec=canonical_json(jobs.figure1_spec(config)),
-        code=stage_digest("figures"),
-    localrule: True
-    conda:
-        "../envs/lengthgen.yaml"
-    log:
-        "results/logs/figures/figure1.log",
-    benchmark:
-        "results/benchmarks/figures/figure1.tsv"
-    shell:
-        "lengthgen plot figure1 --rule {params.rule} --spec {params.spec:q}"
-        " --out {output.png} --out {output.pdf} {input} 2> {log}"
+for figure in FIGURES:
+
+    rule:
+        name:
+            figure
+        input:
+            [accuracy_file(cell) for cell in CELLS[jobs.FIGURES[figure]]],
+        output:
+            png=report(f"results/figures/{figure}.png", caption=f"../report/{figure}.rst", category=jobs.FIGURES[figure]),
+            pdf=f"results/figures/{figure}.pdf",
+            png_provenance=f"results/figures/{figure}.png.prov.json",
+            pdf_provenance=f"results/figures/{figure}.pdf.prov.json",
+        params:
+            rule=figure,
+            spec=canonical_json(jobs.figure_spec(config, figure)),
+            code=stage_digest("figures"),
+        localrule: True
+        conda:
+            "../envs/lengthgen.yaml"
+        log:
+            f"results/logs/figures/{figure}.log",
+        benchmark:
+            f"results/benchmarks/figures/{figure}.tsv"
+        shell:
+            f"lengthgen plot {figure} --rule {{params.rule}} --spec {{params.spec:q}}"
+            " --out {output.png} --out {output.pdf} {input} 2> {log}"

@@ -1,27 +1,27 @@
-# One training job per cell (task, scheme, K_train, seed). A killed job resumes from its last
+# One training job per cell (task, scheme, variant, seed). A killed job resumes from its last
 # checkpoint (resume-*.pt in the output folder, which Snakemake does not delete) when rerun.
 
 
 rule train:
     input:
-        "results/data/{task}/train_k{k}.parquet",
+        "results/data/{task}/train_{variant}.parquet",
     output:
-        model="results/train/{task}/{scheme}/k{k}/seed{seed}/model.safetensors",
-        description="results/train/{task}/{scheme}/k{k}/seed{seed}/model.json",
-        log_table="results/train/{task}/{scheme}/k{k}/seed{seed}/train_log.parquet",
-        summary="results/train/{task}/{scheme}/k{k}/seed{seed}/summary.json",
+        model="results/train/{task}/{scheme}/{variant}/seed{seed}/model.safetensors",
+        description="results/train/{task}/{scheme}/{variant}/seed{seed}/model.json",
+        log_table="results/train/{task}/{scheme}/{variant}/seed{seed}/train_log.parquet",
+        summary="results/train/{task}/{scheme}/{variant}/seed{seed}/summary.json",
     params:
         rule="train",
-        spec=spec_param(lambda wc: jobs.train_spec(config, wc.task, wc.scheme, int(wc.k), int(wc.seed))),
+        spec=spec_param(lambda wc: jobs.train_spec(config, wc.task, wc.variant, wc.scheme, int(wc.seed))),
         code=stage_digest("train"),
         out_dir=lambda wc, output: os.path.dirname(output.model),
     threads: config["threads"]["train"]
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/train/{task}/{scheme}/k{k}/seed{seed}.log",
+        "results/logs/train/{task}/{scheme}/{variant}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/train/{task}/{scheme}/k{k}/seed{seed}.tsv"
+        "results/benchmarks/train/{task}/{scheme}/{variant}/seed{seed}.tsv"
     shell:
         "lengthgen train --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " --train-data {input} --out-dir {params.out_dir} 2> {log}"

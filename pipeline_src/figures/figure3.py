@@ -1,0 +1,42 @@
+"""Figure 3: variable assignment, the paper's four panels plus the oracle-coupled upper bound.
+
+(a) scratchpad + PPC, (b) scratchpad + absolute positions with a random shift, (c) RoPE + PoSE
+without a scratchpad (answer accuracy), (d) RoPE + PoSE with a scratchpad (full-string accuracy).
+Panel (a) also shows scratchpad + coupled (oracle position IDs at evaluation), dashed, as the upper
+bound PPC aims at. Scratchpad panels score the full response by exact match. A panel whose run is
+not in the config says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+
+from . import lines
+from .common import read_accuracy, save_figure
+
+PANELS = (  # title, metric, runs (variant, scheme)
+    ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),
+    ("(b) scratchpad + abs_shift", "exact_match", [("scratchpad", "abs_shift")]),
+    ("(c) RoPE+PoSE, no scratchpad (answer)", "answer", [("direct", "rope_pose")]),
+    ("(d) RoPE+PoSE, scratchpad (full string)", "exact_match", [("scratchpad", "rope_pose")]),
+)
+
+
+def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure3") -> None:
+    frame = read_accuracy(inputs)
+    fig, axes = plt.subplots(1, len(PANELS), sharey=True, figsize=(13, 3.6), layout="constrained")
+    for ax, (title, metric, runs) in zip(axes, PANELS):
+        summary = lines.summarize(frame, metric)
+        lines.draw(ax, summary, runs, spec, title=title, with_variant=False)
+        present = summary.filter(pl.struct("variant", "scheme").is_in(
+            [{"variant": v, "scheme": s} for v, s in runs]))
+        if present.is_empty():
+            ax.text(0.5, 0.5, "not in this config", ha="center", va="center", transform=ax.transAxes)
+        else:
+            ax.legend(fontsize=7, loc="lower left")
+        ax.set_xlabel("statements n")
+    fig.suptitle("Variable assignment: length generalization (mean over seeds, band = spread)", fontsize=10)
+    save_figure(fig, outputs, rule, spec, inputs)

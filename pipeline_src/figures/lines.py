@@ -1,0 +1,60 @@
+"""Accuracy-against-length panels with one line per training run (variant, scheme).
+
+Each line is the mean over training seeds; its band is the seeds' min-max spread (with one seed,
+the 95% Wilson interval of that run). The grey band marks the training lengths.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import polars as pl
+
+from .common import mean_over_seeds
+
+VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
+SCHEME_COLOURS = {"ppc": "tab:red", "coupled": "tab:orange", "rope_pose": "tab:blue", "abs_shift": "tab:green",
+                  "rope": "tab:purple", "nope": "tab:gray", "abs": "tab:brown"}
+
+
+def summarize(frame: pl.DataFrame, metric: str, extra_keys: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Mean over seeds of ``metric`` per (variant, scheme, *extra_keys, length)."""
+    part = frame.filter(pl.col("metric") == metric)
+    return mean_over_seeds(part, ["variant", "scheme", *extra_keys, "length"])
+
+
+def runs_of(spec: dict) -> list[tuple[str, str]]:
+    """(variant, scheme) of every run in the figure's spec, in config order."""
+    return [(variant, scheme) for variant, schemes in spec["runs"].items() for scheme in schemes]
+
+
+def label(variant: str, scheme: str, *, with_variant: bool) -> str:
+    return f"{scheme} ({variant})" if with_variant else scheme
+
+
+def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, title: str,
+         ylabel: str = "accuracy", chance: float | None = None, with_variant: bool = True,
+         colours: dict | None = None) -> None:
+    """One line per run of ``runs`` found in ``summary``; runs without results are left out."""
+    palette = colours or SCHEME_COLOURS
+    cycle = plt.get_cmap("tab10")
+    ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
+    if chance is not None:
+        ax.axhline(chance, color="0.5", lw=0.8, ls=":")
+    for i, (variant, scheme) in enumerate(runs):
+        part = summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
+        if part.is_empty():
+            continue
+        colour = palette.get(scheme, cycle(i % 10))
+        one_seed = part["seeds"].max() == 1
+        low, high = (part["ci_low"], part["ci_high"]) if one_seed else (part["low"], part["high"])
+        ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour,
+                ls=VARIANT_STYLE.get(variant, "-"), label=label(variant, scheme, with_variant=with_variant))
+        ax.fill_between(part["length"], low, high, color=colour, alpha=0.15, lw=0)
+    lengths = sorted(set(summary["length"]))
+    ax.set_xscale(spec["x_scale"])
+    if spec["x_scale"] == "log":
+        ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
+        ax.minorticks_off()
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title, fontsize=9)
+    ax.set_ylabel(ylabel)

@@ -1,0 +1,103 @@
+"""From config to job specs: variants, cells, target lengths and cross-field checks."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline_src import config as jobs
+from pipeline_src.tasks import get_task
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def edited(**changes) -> dict:
+    """The default config with ``task={field: value}`` dicts merged one level deep."""
+    config = copy.deepcopy(DEFAULT)
+    for task, fields in changes.items():
+        for field, value in fields.items():
+            if isinstance(value, dict):
+                config[task][field].update(value)
+            else:
+                config[task][field] = value
+    return config
+
+
+def test_default_config_passes_and_lists_every_task_and_figure():
+    jobs.check(DEFAULT)
+    assert jobs.figures(DEFAULT) == ["figure1", "figure2", "figure3", "sparse_parity_scratchpad"]
+
+
+def test_sparse_parity_variants_are_k_train_values():
+    config = edited(sparse_parity={"k_train": [3, 1], "schemes": ["rope", "nope"], "seeds": [1, 0]})
+    cells = jobs.cells(config, "sparse_parity")
+    assert [(c["variant"], c["scheme"], c["seed"]) for c in cells][:3] == [("k1", "rope", 0), ("k1", "rope", 1),
+                                                                            ("k1", "nope", 0)]
+    assert len(cells) == 8
+    spec = jobs.train_data_spec(config, "sparse_parity", "k3")
+    assert spec["params"] == {"k_train": 3, "l_min": 10, "l_max": 25, "n_samples": DEFAULT["sparse_parity"]["data"]["n_train"]}
+    assert jobs.train_spec(config, "sparse_parity", "k3", "rope", 0)["k_train"] == 3
+    assert jobs.eval_data_name("sparse_parity", "k1") == jobs.eval_data_name("sparse_parity", "k3") == "eval"
+
+
+def test_variable_assignment_variants_set_the_scratchpad_flag_of_both_datasets():
+    config = edited(variable_assignment={"runs": {"scratchpad": ["ppc"], "direct": ["rope_pose"]}})
+    assert [(c["variant"], c["scheme"]) for c in jobs.cells(config, "variable_assignment")][::2] == [
+        ("scratchpad", "ppc"), ("direct", "rope_pose")]
+    for variant, flag in (("scratchpad", True), ("direct", False)):
+        assert jobs.train_data_spec(config, "variable_assignment", variant)["params"]["scratchpad"] is flag
+        eval_params = jobs.eval_data_spec(config, "variable_assignment", variant)["params"]
+        assert eval_params["scratchpad"] is flag and eval_params["n_vars"] == config["variable_assignment"]["data"]["n_vars"]
+    assert jobs.eval_data_name("variable_assignment", "direct") == "eval_direct"
+    # the generators accept exactly these params
+    get_task("variable_assignment").generate_eval({**jobs.eval_data_spec(config, "variable_assignment", "direct")["params"],
+                                                   "n_per_cell": 2}, 0)
+
+
+def test_position_loss_weight_only_in_ppc_specs():
+    ppc = jobs.train_spec(DEFAULT, "parity_scratchpad", "scratchpad", "ppc", 0)
+    coupled = jobs.train_spec(DEFAULT, "parity_scratchpad", "scratchpad", "coupled", 0)
+    assert ppc["train"]["position_loss_weight"] == 1.0
+    assert "position_loss_weight" not in coupled["train"]
+    assert "position_loss_weight" in DEFAULT["parity_scratchpad"]["train"], "the config itself is untouched"
+
+
+def test_target_length_covers_the_evaluation_ids_of_each_scheme():
+    longest = max(DEFAULT["parity_scratchpad"]["eval"]["lengths"])
+    task = get_task("parity_scratchpad")
+    assert jobs.target_length(DEFAULT, "parity_scratchpad", "coupled", "scratchpad") == task.max_position_id(longest) + 1
+    assert jobs.target_length(DEFAULT, "parity_scratchpad", "rope_pose", "scratchpad") == task.sequence_tokens(longest)
+    config = edited(parity_scratchpad={"positions": {"target_length": 300}})
+    assert jobs.target_length(config, "parity_scratchpad", "ppc", "scratchpad") == 300
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "variable_assignment.runs names variant 'scratch'"),
+    ({"parity_scratchpad": {"runs": {"hints": ["rope"]}}}, "parity_scratchpad.runs names variant 'hints'"),
+    ({"variable_assignment": {"data": {"n_vars": 20}}}, "variable_assignment.data.n_vars=20"),
+    ({"parity_scratchpad": {"data": {"n_min": 30}}}, "parity_scratchpad.data.n_min=30 exceeds n_max=20"),
+    ({"parity_scratchpad": {"model": {"max_positions": 50}}}, "parity_scratchpad.model.max_positions=50"),
+    ({"parity_scratchpad": {"positions": {"target_length": 12}}}, "parity_scratchpad.positions.target_length=12"),
+    ({"sparse_parity_scratchpad": {"k_train": [30]}}, "sparse_parity_scratchpad.k_train value 30"),
+])
+def test_inconsistent_configs_name_the_field(changes, message):
+    with pytest.raises(jobs.ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        jobs.check(edited(**changes))
+
+
+def test_tasks_need_their_section():
+    config = copy.deepcopy(DEFAULT)
+    del config["variable_assignment"]
+    with pytest.raises(jobs.ConfigError, match="no variable_assignment section"):
+        jobs.check(config)
+
+
+def test_rope_schemes_need_no_table():
+    # a small max_positions is fine when no scheme uses a learned table or a position head
+    config = edited(parity_scratchpad={"runs": {"scratchpad": ["rope", "rope_pose", "nope"]},
+                                       "model": {"max_positions": 8}})
+    jobs.check(config)
