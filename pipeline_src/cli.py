@@ -121,10 +121,20 @@ def provenance(artifact: Path, as_json: bool, with_config: bool) -> None:
 @click.option("--seq-len", default=64, show_default=True)
 @click.option("--batch-size", default=64, show_default=True)
 @click.option("--steps", default=20, show_default=True)
-def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size, steps) -> None:
-    """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul FLOP/s."""
-    from .benchmark import format_report, run_benchmark
+@click.option("--decode", is_flag=True,
+              help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
+@click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
+def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
+              decode_length) -> None:
+    """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
+    FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding."""
+    from .benchmark import decode_benchmark, format_decode_report, format_report, run_benchmark
 
+    if decode:
+        click.echo(format_decode_report(decode_benchmark(length=decode_length, batch_size=batch_size,
+                                                         d_model=d_model, n_layer=n_layer, n_head=n_head,
+                                                         threads=threads)))
+        return
     result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
                            batch_size=batch_size, steps=steps, threads=threads, precision=precision)
     click.echo(format_report(result))

@@ -14,3 +14,14 @@ def test_run_benchmark_tiny():
     else:
         assert "not installed" in result["hf_status"]
     assert "tokens/s" in format_report(result)
+
+
+def test_cli_decode_benchmark_prints_the_speed_ratio():
+    from click.testing import CliRunner
+
+    from pipeline_src.cli import main
+
+    done = CliRunner().invoke(main, ["benchmark", "--decode", "--decode-length", "5", "--batch-size", "2",
+                                     "--d-model", "16", "--n-layer", "1", "--n-head", "2"])
+    assert done.exit_code == 0, done.output
+    assert "speed-up (cache / re-forward)" in done.output and "identical outputs: True" in done.output
