@@ -51,7 +51,8 @@ def generate(spec: dict, rule: str, out: Path) -> None:
     task = get_task(spec["task"])
     make = {"train": task.generate_train, "eval": task.generate_eval}[spec["split"]]
     frame = make(spec["params"], spec["seed"])
-    datasets.write(frame, out, task.schema, build_record(rule, "data", spec, seeds={"seed": spec["seed"]}))
+    record = build_record(rule, "data", spec, seeds={"seed": spec["seed"]}, task=spec["task"])
+    datasets.write(frame, out, task.schema, record)
     click.echo(f"wrote {len(frame):,} samples to {out}", err=True)
 
 

@@ -70,7 +70,8 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     result = _accuracy_frame(results, description)
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
-                          seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]})
+                          seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
+                          task=description["task"])
     datasets.write(result, out_path, AccuracySchema, record)
     return result
 

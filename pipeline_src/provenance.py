@@ -35,23 +35,42 @@ STAGE_SOURCES = {
                  "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
     "figures": ["figures", "accuracy_schema.py", "stats.py"],
 }
+# The task modules each task's results depend on (besides the modules in ``tasks/`` that no task
+# owns, which every task shares: the registry, vocabulary, layout and schemas). So editing one task's
+# generator reruns that task's jobs only. A module listed for no task counts as shared.
+TASK_MODULES = {
+    "sparse_parity": ["sparse_parity.py"],
+    "sparse_parity_scratchpad": ["sparse_parity.py", "sparse_parity_scratchpad.py"],
+    "parity_scratchpad": ["parity_scratchpad.py"],
+    "variable_assignment": ["variable_assignment.py"],
+}
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake")
 
 
-def _stage_files(stage: str) -> list[Path]:
+def _stage_files(stage: str, task: str | None = None) -> list[Path]:
+    """The source files of ``stage``; with ``task``, of the task modules only that task's."""
     if stage not in STAGE_SOURCES:
         raise KeyError(f"unknown stage {stage!r}; known: {sorted(STAGE_SOURCES)}")
+    if task is not None and task not in TASK_MODULES:
+        raise KeyError(f"unknown task {task!r}; known: {sorted(TASK_MODULES)}")
+    owned = {name for modules in TASK_MODULES.values() for name in modules}
     files: list[Path] = []
     for name in STAGE_SOURCES[stage]:
         path = PACKAGE_DIR / name
-        files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+        if not path.is_dir():
+            files.append(path)
+            continue
+        for file in sorted(path.rglob("*.py")):
+            if name != "tasks" or task is None or file.name not in owned or file.name in TASK_MODULES[task]:
+                files.append(file)
     return files
 
 
 @functools.cache
-def stage_digest(stage: str) -> str:
-    """SHA-256 over the relative names and contents of the source files of one stage."""
-    parts = [f"{p.relative_to(PACKAGE_DIR).as_posix()}\n{p.read_text()}" for p in _stage_files(stage)]
+def stage_digest(stage: str, task: str | None = None) -> str:
+    """SHA-256 over the relative names and contents of the source files of one stage (for one
+    ``task``: without the other tasks' own modules)."""
+    parts = [f"{p.relative_to(PACKAGE_DIR).as_posix()}\n{p.read_text()}" for p in _stage_files(stage, task)]
     return sha256_text("\0".join(parts))
 
 
@@ -86,8 +105,9 @@ def library_versions() -> dict:
 
 
 def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
-                 seeds: dict | None = None) -> dict:
-    """The provenance record of an artifact about to be written."""
+                 seeds: dict | None = None, task: str | None = None) -> dict:
+    """The provenance record of an artifact about to be written; ``task`` narrows the code digest to
+    that task's sources (as the workflow's code param does)."""
     files = {role: {"path": str(path), "sha256": sha256_file(path)} for role, path in (inputs or {}).items()}
     return {
         "format": "lengthgen.provenance/1",
@@ -96,7 +116,7 @@ def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Pa
         "config_hash": config_hash(config),
         "seeds": seeds or {},
         "inputs": files,
-        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage)},
+        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage, task)},
         "libraries": library_versions(),
     }
 

@@ -29,6 +29,8 @@ SCHEMES = {
         Scheme("abs_shift", "abs", "shift", "learned absolute table; training IDs shifted by a random offset"),
         Scheme("coupled", "abs", "offset", "learned absolute table on the task's coupled IDs (oracle IDs "
                "at evaluation); training IDs after <bos> offset at random", coupled=True),
+        Scheme("coupled_rope", "rope", "identity", "rotary on the task's coupled IDs (oracle IDs at "
+               "evaluation): only ID differences matter, so no training offset", coupled=True),
         Scheme("ppc", "abs", "offset", "as coupled, plus a position head predicting the next token's ID; "
                "evaluation feeds back the predicted IDs of the response", coupled=True,
                predicts_positions=True),

@@ -180,7 +180,8 @@ def _report(say, log, window: int, total: int) -> None:
 
 
 def _finish(spec: dict, model: Decoder, log: list, train_data: Path, out_dir: Path, rule: str) -> dict:
-    record = build_record(rule, "train", spec, inputs={"train_data": train_data}, seeds={"seed": spec["seed"]})
+    record = build_record(rule, "train", spec, inputs={"train_data": train_data}, seeds={"seed": spec["seed"]},
+                          task=spec["task"])
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "k_train": spec.get("k_train"), "seed": spec["seed"],
                    "vocab": list(get_task(spec["task"]).vocab.tokens)}

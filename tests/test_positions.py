@@ -211,12 +211,13 @@ SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
     "rope_pose": ("rope", "pose"),
     "abs_shift": ("abs", "shift"),
     "coupled": ("abs", "offset"),
+    "coupled_rope": ("rope", "identity"),
     "ppc": ("abs", "offset"),
 }
 
 
 def test_only_coupled_schemes_use_coupled_ids_and_only_ppc_predicts():
-    assert {n for n, s in SCHEMES.items() if s.coupled} == {"coupled", "ppc"}
+    assert {n for n, s in SCHEMES.items() if s.coupled} == {"coupled", "coupled_rope", "ppc"}
     assert {n for n, s in SCHEMES.items() if s.predicts_positions} == {"ppc"}
 
 

@@ -59,8 +59,8 @@ def test_smoke_run_writes_every_figure_and_provenance(pipeline):
     for figure in FIGURES:
         for suffix in (".png", ".pdf", ".png.prov.json", ".pdf.prov.json"):
             assert (figures / f"{figure}{suffix}").stat().st_size > 0, figure + suffix
-    # smoke trains 4 sparse parity, 3 parity, 5 variable assignment, 2 sparse parity scratchpad models
-    assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == 14
+    # smoke trains 4 sparse parity, 4 parity, 5 variable assignment, 2 sparse parity scratchpad models
+    assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == 15
 
 
 def test_second_run_does_nothing(pipeline):
@@ -119,3 +119,8 @@ def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, 
 def test_lint_is_clean(pipeline):
     done = snakemake(pipeline, "--lint", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_report_bundles_every_figure(pipeline):
+    snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
+    assert (pipeline / "report.html").stat().st_size > 0

@@ -13,7 +13,8 @@ from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 SCHEME_COLOURS = {"ppc": "tab:red", "coupled": "tab:orange", "rope_pose": "tab:blue", "abs_shift": "tab:green",
-                  "rope": "tab:purple", "nope": "tab:gray", "abs": "tab:brown"}
+                  "rope": "tab:purple", "nope": "tab:gray", "abs": "tab:brown",
+                  "coupled_rope": "tab:olive"}
 
 
 def summarize(frame: pl.DataFrame, metric: str, extra_keys: tuple[str, ...] = ()) -> pl.DataFrame:

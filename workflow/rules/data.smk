@@ -8,7 +8,7 @@ rule train_data:
     params:
         rule="train_data",
         spec=spec_param(lambda wc: jobs.train_data_spec(config, wc.task, wc.variant)),
-        code=stage_digest("data"),
+        code=lambda wc: stage_digest("data", wc.task),
     conda:
         "../envs/lengthgen.yaml"
     log:
@@ -25,7 +25,7 @@ rule eval_data:
     params:
         rule="eval_data",
         spec=spec_param(lambda wc: jobs.eval_data_spec(config, wc.task, eval_variant(wc))),
-        code=stage_digest("data"),
+        code=lambda wc: stage_digest("data", wc.task),
     conda:
         "../envs/lengthgen.yaml"
     log:

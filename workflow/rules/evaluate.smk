@@ -10,7 +10,7 @@ rule evaluate:
     params:
         rule="evaluate",
         spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
-        code=stage_digest("evaluate"),
+        code=lambda wc: stage_digest("evaluate", wc.task),
         model_dir=lambda wc, input: os.path.dirname(input.model),
     threads: config["threads"]["evaluate"]
     conda:

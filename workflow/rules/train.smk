@@ -13,7 +13,7 @@ rule train:
     params:
         rule="train",
         spec=spec_param(lambda wc: jobs.train_spec(config, wc.task, wc.variant, wc.scheme, int(wc.seed))),
-        code=stage_digest("train"),
+        code=lambda wc: stage_digest("train", wc.task),
         out_dir=lambda wc, output: os.path.dirname(output.model),
     threads: config["threads"]["train"]
     conda:
