@@ -98,6 +98,21 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: 
 
 
 @main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--metric", type=click.Choice(["exact_match", "answer", "position_match"]), default="answer",
+              show_default=True)
+def table(inputs: tuple[Path, ...], metric: str) -> None:
+    """Print the mean accuracy over seeds of INPUTS (accuracy.parquet files) as a Markdown table:
+    one row per run (and k_test), one column per evaluation length."""
+    from .tables import accuracy_table, markdown
+
+    try:
+        click.echo(markdown(accuracy_table(list(inputs), metric)))
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@main.command()
 @click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the full chain as JSON.")
 @click.option("--config", "with_config", is_flag=True, help="Print each artifact's config subset too.")

@@ -1,0 +1,42 @@
+"""Accuracy tables for reading results without opening a figure: one row per training run
+(variant, scheme, and k_test where the task has one), one column per evaluation length, each entry
+the mean accuracy over seeds of one metric. Printed as Markdown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from . import datasets
+from .accuracy_schema import AccuracySchema
+
+
+def accuracy_table(paths: list[Path], metric: str) -> pl.DataFrame:
+    """Mean over seeds of ``metric`` per (task, variant, scheme, k_train, k) and length, wide."""
+    frame = pl.concat([datasets.read(p, AccuracySchema) for p in paths]).filter(pl.col("metric") == metric)
+    if frame.is_empty():
+        raise ValueError(f"no rows with metric {metric!r} in the {len(paths)} given files")
+    keys = ["task", "variant", "scheme", "k_train", "k"]
+    means = (frame.group_by([*keys, "length"])
+             .agg(mean=pl.col("accuracy").mean(), seeds=pl.col("seed").n_unique())
+             .sort("length"))
+    seeds = means.group_by(keys).agg(seeds=pl.col("seeds").min())
+    wide = means.pivot(on="length", index=keys, values="mean", sort_columns=False)
+    table = wide.join(seeds, on=keys, nulls_equal=True).sort(keys, nulls_last=True)
+    unused = [key for key in keys if table[key].null_count() == len(table)]
+    return table.drop(unused)
+
+
+def markdown(table: pl.DataFrame, digits: int = 2) -> str:
+    """``table`` as a Markdown table; numbers rounded to ``digits`` decimals."""
+    def cell(value) -> str:
+        if value is None:
+            return "-"
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    header = [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.iter_rows()]
+    return "\n".join(lines)
