@@ -1,0 +1,136 @@
+"""Byte-level BPE tokenizer and the tokenized corpus as Parquet (SPEC 6).
+
+The tokenizer is GPT-2 style byte-level BPE from the ``tokenizers`` library: no normalisation, a
+byte-level pre-tokenizer without an added prefix space, all 256 byte symbols in the initial
+alphabet (so any text encodes and decodes back exactly), and one special token, ``<|endoftext|>``
+(ID 0), which ends every document of the token stream. Training is deterministic: the same
+documents and vocabulary size give byte-identical ``tokenizer.json`` whatever the number of
+threads (``RAYON_NUM_THREADS``); the tests check it.
+
+The token stream has one row per document: ``doc`` (its index in the corpus), ``split``
+(``train`` or ``heldout``) and ``tokens`` (its IDs, the end-of-document token last).
+
+(No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
+"""
+
+import os
+from pathlib import Path
+
+import pandera.polars as pa
+import polars as pl
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from . import datasets
+from .corpus import HELDOUT, TRAIN
+
+EOD = "<|endoftext|>"
+SPECIAL_TOKENS = (EOD,)
+DEFAULT_VOCAB_SIZE = 8192
+MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 256  # the special tokens plus the byte alphabet
+
+
+class TokenizerError(ValueError):
+    """A tokenizer that cannot be trained or loaded, or that lacks the end-of-document token."""
+
+
+def train_tokenizer(documents: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE) -> Tokenizer:
+    """Train byte-level BPE on ``documents`` up to ``vocab_size`` tokens (fewer if the text runs
+    out of pairs to merge)."""
+    if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB_SIZE:
+        raise TokenizerError(f"vocab_size must be an integer >= {MIN_VOCAB_SIZE} "
+                             f"(special tokens + 256 bytes), got {vocab_size!r}")
+    if not documents:
+        raise TokenizerError("no documents to train the tokenizer on")
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tokenizer.train_from_iterator(documents, trainer, length=len(documents))
+    return tokenizer
+
+
+def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
+    """Write ``tokenizer.json`` atomically (the bytes are a function of the tokenizer alone)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(tokenizer.to_str(pretty=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    """Load a local ``tokenizer.json`` (ours or any Hugging Face one that has ``<|endoftext|>``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise TokenizerError(f"{path}: no such tokenizer file")
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as err:  # tokenizers raises a bare Exception on bad files
+        raise TokenizerError(f"{path}: not a readable tokenizer.json ({err})") from None
+    if tokenizer.token_to_id(EOD) is None:
+        raise TokenizerError(f"{path}: has no end-of-document token {EOD!r}")
+    return tokenizer
+
+
+def eod_id(tokenizer: Tokenizer) -> int:
+    token_id = tokenizer.token_to_id(EOD)
+    if token_id is None:
+        raise TokenizerError(f"tokenizer has no end-of-document token {EOD!r}")
+    return token_id
+
+
+# --- the token stream ---------------------------------------------------------------------------
+
+
+class TokenStreamSchema(pa.DataFrameModel):
+    """One tokenized document per row; ``_vocab_size`` (set by :func:`token_schema`) bounds the IDs."""
+
+    doc: pl.Int64 = pa.Field(ge=0, unique=True)
+    split: pl.String = pa.Field(isin=[TRAIN, HELDOUT])
+    tokens: pl.List(pl.Int32)
+
+    _vocab_size = 2**31 - 1
+
+    class Config:
+        strict = True
+        coerce = False
+
+    @pa.dataframe_check
+    def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            pl.col("tokens").list.eval(pl.element().is_between(0, cls._vocab_size - 1)).list.all())
+
+    @pa.dataframe_check
+    def at_least_one_token_and_eod(cls, data) -> pl.LazyFrame:
+        """Every document has a token before its end-of-document token."""
+        return data.lazyframe.select(pl.col("tokens").list.len() >= 2)
+
+
+def token_schema(vocab_size: int) -> type[TokenStreamSchema]:
+    """:class:`TokenStreamSchema` with token IDs bounded by ``vocab_size``."""
+    return type(f"TokenStreamSchema{vocab_size}", (TokenStreamSchema,), {"_vocab_size": int(vocab_size)})
+
+
+def encode_documents(tokenizer: Tokenizer, documents: list[str], labels: list[str]) -> pl.DataFrame:
+    """The token stream of ``documents`` (each followed by the end-of-document token)."""
+    if len(documents) != len(labels):
+        raise TokenizerError(f"{len(documents)} documents but {len(labels)} split labels")
+    end = eod_id(tokenizer)
+    tokens = [enc.ids + [end] for enc in tokenizer.encode_batch(documents, add_special_tokens=False)]
+    return pl.DataFrame({
+        "doc": pl.Series(range(len(documents)), dtype=pl.Int64),
+        "split": pl.Series(labels, dtype=pl.String),
+        "tokens": pl.Series(tokens, dtype=pl.List(pl.Int32)),
+    })
+
+
+def write_tokens(frame: pl.DataFrame, path: str | Path, tokenizer: Tokenizer, record: dict) -> None:
+    """Validate the token stream against the tokenizer's vocabulary and write it with ``record``
+    (from :func:`pipeline_src.provenance.build_record`) as Parquet metadata and sidecar."""
+    datasets.write(frame, path, token_schema(tokenizer.get_vocab_size()), record)
+
+
+def read_tokens(path: str | Path, vocab_size: int) -> pl.DataFrame:
+    return datasets.read(path, token_schema(vocab_size))
