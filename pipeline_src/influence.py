@@ -1,0 +1,522 @@
+"""Influential tokens in real text (SPEC 6): how few far-away tokens recover the long-context gain.
+
+A *target* is one token ``x_t`` of a held-out document with at least ``Lbar`` tokens before it
+(``Lbar`` = ``context``). Its context is those ``Lbar`` tokens, numbered 0..Lbar-1 (the position
+IDs the language model was trained with); the *far* context is the first ``Lbar - L`` of them and
+the *local window* the last ``L`` (``L`` = ``local``). The model predicts ``x_t`` from the last
+kept token. Three kinds of loss (cross-entropy of ``x_t``, in nats):
+
+* ``long_loss``   L_long: given all ``Lbar`` tokens, position IDs 0..Lbar-1;
+* ``short_loss``  L_short: given the local window only, which *keeps its position IDs*
+  Lbar-L..Lbar-1 (masking = dropping tokens; the kept ones are never renumbered);
+* ``sparse_loss`` L_short,sparse(J): given the local window plus the far tokens ``J``, each with
+  its original position ID, in their original order.
+
+Influential tokens are chosen greedily: J_1 = argmin over far ``j`` of L_short,sparse({j}); each
+next pick minimises the loss given the picks so far, up to ``k_max``. With
+``selection="topk"`` the far tokens are ranked once by their single-token loss and J_k is the
+top k. Ties always go to the smallest position. The "key token" flag of Fang et al. (2024) marks
+targets with L_short - L_long > 2 and L_long < 2.
+
+Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
+sorted by position), so the candidates of one step, for several targets at once, go through the
+model as one padding-free batch (at most ``batch_size`` rows per forward). A reference
+implementation that runs one candidate at a time defines the result; the tests check the two
+agree.
+
+The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to token logits
+[B, T, V]: our :class:`~pipeline_src.model.Decoder` (see :func:`as_logits_fn`), or any other
+causal LM through a small adapter such as :func:`hf_logits_fn` for a Hugging Face model.
+
+(No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
+"""
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandera.polars as pa
+import polars as pl
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import datasets
+from .corpus import HELDOUT
+
+SELECTIONS = ("greedy", "topk")
+KEY_TOKEN_GAIN = 2.0  # Fang et al. 2024: L_short - L_long > 2 ...
+KEY_TOKEN_LONG_LOSS = 2.0  # ... and L_long < 2
+
+LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""(tokens, position_ids), both long [B, T] -> token logits [B, T, V]."""
+
+ProgressFn = Callable[[int, int], None]
+"""Called with (targets done, targets in all)."""
+
+
+class InfluenceError(ValueError):
+    """Targets or inputs the influential-token analysis cannot work with."""
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InfluenceConfig:
+    """Parameters of the analysis; validated on construction (errors name the field)."""
+
+    context: int = 128  # Lbar: tokens before each target
+    local: int = 64  # L: the local window, the last L of those tokens
+    k_max: int = 8  # influential tokens chosen per target
+    selection: str = "greedy"  # "greedy" or "topk"
+    n_targets: int = 256  # targets drawn from the held-out documents
+    seed: int = 0  # seed of the target draw
+    batch_size: int = 64  # sequences per model forward (memory ~ batch_size * Lbar * vocab floats)
+
+    def __post_init__(self) -> None:
+        def require(ok: bool, field: str, why: str) -> None:
+            if not ok:
+                raise InfluenceError(f"InfluenceConfig.{field}={getattr(self, field)!r}: {why}")
+
+        for name in ("context", "local", "k_max", "n_targets", "batch_size"):
+            value = getattr(self, name)
+            require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name,
+                    "must be a positive int")
+        require(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0, "seed",
+                "must be a non-negative int")
+        require(self.local < self.context, "local",
+                f"the local window L must be shorter than the context Lbar={self.context} "
+                "(there must be far tokens to choose from)")
+        require(self.k_max <= self.far, "k_max",
+                f"cannot choose more than the {self.far} far tokens (Lbar - L = {self.context} - {self.local})")
+        require(self.selection in SELECTIONS, "selection", f"must be one of {SELECTIONS}")
+
+    @property
+    def far(self) -> int:
+        """Number of far tokens, Lbar - L: the positions 0..far-1 that can be chosen."""
+        return self.context - self.local
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "InfluenceConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in d:
+            if key not in known:
+                raise InfluenceError(f"unknown InfluenceConfig field {key!r}; known: {sorted(known)}")
+        return cls(**d)
+
+
+# --- target selection ---------------------------------------------------------------------------
+
+
+def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
+    """Draw ``cfg.n_targets`` targets from the held-out documents of a token stream.
+
+    ``stream`` has the token-stream columns ``doc``, ``split``, ``tokens`` (see
+    :mod:`pipeline_src.tokenizer`). Every token with at least ``cfg.context`` tokens before it in
+    its document is a candidate (the end-of-document token included: the model was trained to
+    predict it); ``cfg.n_targets`` of them are drawn uniformly without replacement with
+    ``cfg.seed``. The result is a pure function of the held-out documents and ``cfg``: it does not
+    depend on the order of the rows. Returns one row per target, sorted by (doc, t): ``doc``,
+    ``t`` (the target's index in its document), ``target`` (its token) and ``context`` (the
+    ``cfg.context`` tokens before it).
+    """
+    for column in ("doc", "split", "tokens"):
+        if column not in stream.columns:
+            raise InfluenceError(f"token stream has no column {column!r} (columns: {stream.columns})")
+    heldout = stream.filter(pl.col("split") == HELDOUT).sort("doc")
+    if heldout.height == 0:
+        raise InfluenceError(f"the token stream has no {HELDOUT!r} documents to draw targets from")
+    lengths = heldout["tokens"].list.len().to_numpy().astype(np.int64)
+    per_doc = np.maximum(lengths - cfg.context, 0)  # candidate targets t = context..len-1 of each doc
+    total = int(per_doc.sum())
+    if total == 0:
+        raise InfluenceError(
+            f"no held-out document has the Lbar+1 = {cfg.context + 1} tokens a target needs "
+            f"(longest: {int(lengths.max())} tokens in {heldout.height} documents); "
+            "lower InfluenceConfig.context or use a corpus with longer documents")
+    if total < cfg.n_targets:
+        raise InfluenceError(
+            f"the held-out documents hold only {total} targets with {cfg.context} tokens before them, "
+            f"fewer than InfluenceConfig.n_targets={cfg.n_targets}; lower n_targets or hold out more text")
+
+    picks = np.sort(np.random.default_rng(cfg.seed).choice(total, size=cfg.n_targets, replace=False))
+    ends = np.cumsum(per_doc)  # candidates of row r are the flat indices ends[r]-per_doc[r] .. ends[r]-1
+    rows = np.searchsorted(ends, picks, side="right")
+    ts = cfg.context + picks - (ends[rows] - per_doc[rows])
+
+    docs = heldout["doc"].to_numpy()
+    token_lists = heldout["tokens"]
+    contexts, targets = [], []
+    for row, t in zip(rows.tolist(), ts.tolist()):
+        tokens = token_lists[row].to_numpy()
+        contexts.append(tokens[t - cfg.context:t])
+        targets.append(int(tokens[t]))
+    return pl.DataFrame({
+        "doc": pl.Series(docs[rows], dtype=pl.Int64),
+        "t": pl.Series(ts, dtype=pl.Int32),
+        "target": pl.Series(targets, dtype=pl.Int32),
+        "context": pl.Series([c.tolist() for c in contexts], dtype=pl.List(pl.Int32)),
+    })
+
+
+# --- the model as a logits function -------------------------------------------------------------
+
+
+def _logits_of(output) -> torch.Tensor:
+    """Token logits from a model output: a tensor, our ModelOutput, or a Hugging Face output."""
+    if isinstance(output, torch.Tensor):
+        return output
+    for name in ("token_logits", "logits"):
+        if isinstance(getattr(output, name, None), torch.Tensor):
+            return getattr(output, name)
+    raise InfluenceError(f"the model returned {type(output).__name__}, not logits "
+                         "(a tensor, or an object with .token_logits or .logits)")
+
+
+def as_logits_fn(model: "nn.Module | Callable", device: str | torch.device = "cpu") -> LogitsFn:
+    """Wrap ``model`` as a :data:`LogitsFn` called as ``model(tokens, position_ids)``.
+
+    An ``nn.Module`` (such as our Decoder) is moved to ``device`` and put in eval mode (in place);
+    any other callable is used as it is and must accept tensors on ``device``.
+    """
+    if isinstance(model, nn.Module):
+        model.to(device).eval()
+    if not callable(model):
+        raise InfluenceError("the model must be callable as model(tokens, position_ids), "
+                             f"got {type(model).__name__}")
+    return lambda tokens, position_ids: _logits_of(model(tokens, position_ids))
+
+
+def hf_logits_fn(model) -> LogitsFn:
+    """Adapter for a Hugging Face causal LM (already on its device, in eval mode).
+
+    Hugging Face models take keyword arguments (their second positional argument is the
+    attention mask, not the position IDs), hence this adapter.
+    """
+    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids).logits
+
+
+# --- losses -------------------------------------------------------------------------------------
+
+
+def _kept_sequences(contexts: np.ndarray, owner: np.ndarray, far_kept: np.ndarray,
+                    local: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens and position IDs of one sequence per row of ``far_kept``.
+
+    Row r keeps the far positions where ``far_kept[r]`` is True (every row keeps equally many)
+    followed by the whole local window, all at their original positions, from the context of
+    target ``owner[r]`` (a row of ``contexts``, [n_targets, Lbar]). Returns (tokens, positions),
+    both int64 [rows, kept + local].
+    """
+    rows, far = far_kept.shape
+    far_positions = np.nonzero(far_kept)[1].reshape(rows, -1)  # row-major: ascending within a row
+    local_positions = np.broadcast_to(np.arange(far, far + local), (rows, local))
+    positions = np.concatenate([far_positions, local_positions], axis=1)
+    return contexts[owner[:, None], positions], positions
+
+
+def _last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
+                       targets: np.ndarray, batch_size: int, device) -> np.ndarray:
+    """Cross-entropy (float64 [rows]) of ``targets[r]`` predicted at the last position of row r,
+    in forwards of at most ``batch_size`` rows."""
+    losses = np.empty(len(tokens), dtype=np.float64)
+    for start in range(0, len(tokens), batch_size):
+        stop = start + batch_size
+        tok = torch.as_tensor(tokens[start:stop], dtype=torch.long, device=device)
+        pos = torch.as_tensor(positions[start:stop], dtype=torch.long, device=device)
+        logits = logits_fn(tok, pos)
+        if logits.dim() != 3 or logits.shape[:2] != tok.shape:
+            raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
+                                 f"shape {tuple(tok.shape)}; expected [B, T, vocab]")
+        y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
+        loss = F.cross_entropy(logits[:, -1].double(), y, reduction="none")
+        losses[start:start + len(tok)] = loss.cpu().numpy()
+    return losses
+
+
+def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray,
+                     cfg: InfluenceConfig, device) -> dict[str, np.ndarray]:
+    """Batched analysis of a group of targets (contexts [G, Lbar], targets [G])."""
+    G, far, local = len(targets), cfg.far, cfg.local
+    everyone = np.arange(G)
+
+    def losses(owner: np.ndarray, far_kept: np.ndarray) -> np.ndarray:
+        tokens, positions = _kept_sequences(contexts, owner, far_kept, local)
+        return _last_token_losses(logits_fn, tokens, positions, targets[owner], cfg.batch_size, device)
+
+    long_loss = losses(everyone, np.ones((G, far), dtype=bool))
+    short_loss = losses(everyone, np.zeros((G, far), dtype=bool))
+    chosen = np.zeros((G, cfg.k_max), dtype=np.int64)
+    sparse = np.zeros((G, cfg.k_max), dtype=np.float64)
+
+    def single_token_step(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Try every far position not yet kept, one at a time, on top of ``kept`` [G, far]:
+        returns (candidates [G, n], losses [G, n]), candidates ascending in each row."""
+        n = far - int(kept[0].sum())
+        candidates = np.nonzero(~kept)[1].reshape(G, n)
+        trial = np.repeat(kept, n, axis=0)  # row g * n + i: target g with candidate i added
+        trial[np.arange(G * n), candidates.ravel()] = True
+        return candidates, losses(np.repeat(everyone, n), trial).reshape(G, n)
+
+    kept = np.zeros((G, far), dtype=bool)
+    if cfg.selection == "greedy":
+        for k in range(cfg.k_max):
+            candidates, tried = single_token_step(kept)
+            best = tried.argmin(axis=1)  # the first minimum: ties go to the smallest position
+            chosen[:, k] = candidates[everyone, best]
+            sparse[:, k] = tried[everyone, best]
+            kept[everyone, chosen[:, k]] = True
+    else:  # topk: rank once by the single-token loss (a stable sort keeps ties in position order)
+        candidates, tried = single_token_step(kept)
+        order = np.argsort(tried, axis=1, kind="stable")[:, :cfg.k_max]
+        chosen[:] = np.take_along_axis(candidates, order, axis=1)
+        sparse[:, 0] = tried[everyone, order[:, 0]]
+        kept[everyone, chosen[:, 0]] = True
+        for k in range(1, cfg.k_max):  # J_k = the k best single tokens, together
+            kept[everyone, chosen[:, k]] = True
+            sparse[:, k] = losses(everyone, kept)
+    return {"long_loss": long_loss, "short_loss": short_loss, "sparse_loss": sparse, "chosen": chosen}
+
+
+def _contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The context matrix [n, Lbar] and target tokens [n] of a target frame, checked."""
+    for column in ("doc", "t", "target", "context"):
+        if column not in targets.columns:
+            raise InfluenceError(f"target frame has no column {column!r}; make it with select_targets")
+    if targets.height == 0:
+        raise InfluenceError("no targets to analyse")
+    contexts, lengths = datasets.padded(targets["context"])
+    if np.any(lengths != cfg.context):
+        raise InfluenceError(f"target contexts have {sorted(set(lengths.tolist()))} tokens, "
+                             f"InfluenceConfig.context is {cfg.context}")
+    return contexts, targets["target"].to_numpy().astype(np.int64)
+
+
+def _result_frame(targets: pl.DataFrame, long_loss, short_loss, sparse, chosen) -> pl.DataFrame:
+    long_loss, short_loss = np.asarray(long_loss, dtype=np.float64), np.asarray(short_loss, dtype=np.float64)
+    return pl.DataFrame({
+        "doc": targets["doc"].cast(pl.Int64),
+        "t": targets["t"].cast(pl.Int32),
+        "target": targets["target"].cast(pl.Int32),
+        "long_loss": pl.Series(long_loss, dtype=pl.Float64),
+        "short_loss": pl.Series(short_loss, dtype=pl.Float64),
+        "sparse_loss": pl.Series([list(map(float, row)) for row in sparse], dtype=pl.List(pl.Float64)),
+        "chosen": pl.Series([list(map(int, row)) for row in chosen], dtype=pl.List(pl.Int32)),
+        "key_token": pl.Series(key_token(long_loss, short_loss), dtype=pl.Boolean),
+    })
+
+
+def key_token(long_loss, short_loss) -> np.ndarray:
+    """Fang et al. (2024) key tokens: L_short - L_long > 2 and L_long < 2 (vectorised)."""
+    long_loss, short_loss = np.asarray(long_loss), np.asarray(short_loss)
+    return (short_loss - long_loss > KEY_TOKEN_GAIN) & (long_loss < KEY_TOKEN_LONG_LOSS)
+
+
+def print_progress(done: int, total: int) -> None:
+    """The default progress report: one line on stderr."""
+    print(f"influential tokens: {done}/{total} targets", file=sys.stderr, flush=True)
+
+
+def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
+                       *, device: str | torch.device = "cpu", logits_fn: LogitsFn | None = None,
+                       progress: ProgressFn | None = print_progress, report_every: int = 100) -> pl.DataFrame:
+    """Losses and influential far tokens of every target (batched); see the module docstring.
+
+    ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
+    (wrapped with :func:`as_logits_fn`, which moves a module to ``device`` and sets eval mode);
+    or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`hf_logits_fn`.
+    ``targets``: a frame from :func:`select_targets`. ``progress(done, total)`` is called after
+    every ``report_every`` targets and at the end (None: silent). Returns a frame matching
+    :func:`influence_schema`, one row per target in the order of ``targets``.
+    """
+    if report_every < 1:
+        raise InfluenceError(f"report_every must be >= 1, got {report_every}")
+    contexts, target_tokens = _contexts(targets, cfg)
+    fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
+    group = max(1, cfg.batch_size // cfg.far)  # targets whose candidates of one step fill about one batch
+    parts = []
+    with torch.inference_mode():
+        for start in range(0, len(target_tokens), group):
+            stop = min(start + group, len(target_tokens))
+            parts.append(_group_influence(fn, contexts[start:stop], target_tokens[start:stop], cfg, device))
+            crossed = stop // report_every > start // report_every or stop == len(target_tokens)
+            if progress is not None and crossed:
+                progress(stop, len(target_tokens))
+    joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    return _result_frame(targets, joined["long_loss"], joined["short_loss"], joined["sparse_loss"], joined["chosen"])
+
+
+# --- the reference: one candidate at a time -----------------------------------------------------
+
+
+def sequence_loss(logits_fn: LogitsFn, context: np.ndarray, target: int, keep: list[int],
+                  device: str | torch.device = "cpu") -> float:
+    """CE of ``target`` given the context tokens at positions ``keep`` (ascending), each fed with
+    its own position as its position ID: the definition of every loss of this module."""
+    tokens = torch.as_tensor(np.asarray(context)[keep], dtype=torch.long, device=device)[None]
+    positions = torch.as_tensor(keep, dtype=torch.long, device=device)[None]
+    logits = logits_fn(tokens, positions)[0, -1].double()
+    return float(F.cross_entropy(logits[None], torch.tensor([target], device=device)))
+
+
+def reference_influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame,
+                                 cfg: InfluenceConfig, *, device: str | torch.device = "cpu",
+                                 logits_fn: LogitsFn | None = None) -> pl.DataFrame:
+    """What :func:`influential_tokens` computes, one candidate sequence per forward (slow; for
+    tests and the benchmark). Ties go to the smallest position, as there."""
+    contexts, target_tokens = _contexts(targets, cfg)
+    fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
+    far, window = cfg.far, list(range(cfg.far, cfg.context))
+    rows = {"long": [], "short": [], "sparse": [], "chosen": []}
+    with torch.inference_mode():
+        for context, target in zip(contexts, target_tokens.tolist()):
+            def loss(far_positions):
+                return sequence_loss(fn, context, target, sorted(far_positions) + window, device)
+
+            single = {j: loss([j]) for j in range(far)}
+            if cfg.selection == "greedy":
+                chosen, sparse = [], []
+                for _ in range(cfg.k_max):
+                    best_j, best = None, float("inf")
+                    for j in range(far):  # ascending, strict "<": ties keep the smallest position
+                        if j not in chosen:
+                            value = single[j] if not chosen else loss(chosen + [j])
+                            if value < best:
+                                best_j, best = j, value
+                    chosen.append(best_j)
+                    sparse.append(best)
+            else:
+                chosen = sorted(range(far), key=lambda j: (single[j], j))[:cfg.k_max]
+                sparse = [single[chosen[0]]] + [loss(chosen[:k]) for k in range(2, cfg.k_max + 1)]
+            rows["long"].append(loss(range(far)))
+            rows["short"].append(loss([]))
+            rows["sparse"].append(sparse)
+            rows["chosen"].append(chosen)
+    return _result_frame(targets, rows["long"], rows["short"], rows["sparse"], rows["chosen"])
+
+
+# --- schema -------------------------------------------------------------------------------------
+
+
+def _finite_elements(column: str) -> pl.Expr:
+    return pl.col(column).list.eval(pl.element().is_finite().fill_null(False)).list.all()
+
+
+class InfluenceSchema(pa.DataFrameModel):
+    """One analysed target per row. ``_context``, ``_far`` and ``_k_max`` are set by
+    :func:`influence_schema`; ``sparse_loss[k-1]`` is L_short,sparse(J_k) and ``chosen`` lists
+    the far positions (0..far-1) in pick order."""
+
+    doc: pl.Int64 = pa.Field(ge=0)
+    t: pl.Int32 = pa.Field(ge=1)
+    target: pl.Int32 = pa.Field(ge=0)
+    long_loss: pl.Float64 = pa.Field(ge=0.0)
+    short_loss: pl.Float64 = pa.Field(ge=0.0)
+    sparse_loss: pl.List(pl.Float64)
+    chosen: pl.List(pl.Int32)
+    key_token: pl.Boolean
+
+    _context = 1
+    _far = 1
+    _k_max = 1
+
+    class Config:
+        strict = True
+        coerce = False
+        unique = ["doc", "t"]
+
+    @pa.dataframe_check
+    def target_has_full_context(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("t") >= cls._context)
+
+    @pa.dataframe_check
+    def losses_are_finite(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            pl.col("long_loss").is_finite() & pl.col("short_loss").is_finite() & _finite_elements("sparse_loss"))
+
+    @pa.dataframe_check
+    def k_max_losses_and_picks(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("sparse_loss").list.len() == cls._k_max) & (pl.col("chosen").list.len() == cls._k_max))
+
+    @pa.dataframe_check
+    def chosen_are_distinct_far_positions(cls, data) -> pl.LazyFrame:
+        in_far = pl.col("chosen").list.eval(pl.element().is_between(0, cls._far - 1).fill_null(False)).list.all()
+        return data.lazyframe.select(in_far & (pl.col("chosen").list.n_unique() == pl.col("chosen").list.len()))
+
+    @pa.dataframe_check
+    def key_token_follows_losses(cls, data) -> pl.LazyFrame:
+        rule = ((pl.col("short_loss") - pl.col("long_loss") > KEY_TOKEN_GAIN)
+                & (pl.col("long_loss") < KEY_TOKEN_LONG_LOSS))
+        return data.lazyframe.select(pl.col("key_token") == rule)
+
+
+def influence_schema(cfg: InfluenceConfig) -> type[InfluenceSchema]:
+    """:class:`InfluenceSchema` for the context, far range and k_max of ``cfg``."""
+    name = f"InfluenceSchema_{cfg.context}_{cfg.local}_{cfg.k_max}"
+    return type(name, (InfluenceSchema,), {"_context": cfg.context, "_far": cfg.far, "_k_max": cfg.k_max})
+
+
+# --- summary for the figure ---------------------------------------------------------------------
+
+
+def gain_fractions(frame: pl.DataFrame) -> np.ndarray:
+    """(L_short - L_short,sparse(k)) / (L_short - L_long) per target and k: float64 [n, k_max].
+    Undefined (inf or nan) where the gain is zero; select targets with a positive gain first."""
+    short = frame["short_loss"].to_numpy()[:, None]
+    gain = short - frame["long_loss"].to_numpy()[:, None]
+    sparse = _float_matrix(frame["sparse_loss"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (short - sparse) / gain
+
+
+def _float_matrix(series: pl.Series) -> np.ndarray:
+    """A List(Float64) column whose lists all have one length -> float64 [rows, length]."""
+    lengths = sorted(set(series.list.len().to_list()))
+    if len(lengths) > 1:
+        raise InfluenceError(f"{series.name} lists differ in length: {lengths}")
+    width = lengths[0] if lengths else 0
+    return series.explode().to_numpy().astype(np.float64).reshape(len(series), width)
+
+
+def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float = 2.0, n_boot: int = 1000,
+                   seed: int = 0, level: float = 0.95) -> pl.DataFrame:
+    """Median fraction of the long-context gain that k influential tokens recover, per k.
+
+    Only targets with L_short - L_long > ``gain_threshold`` count. The interval is a percentile
+    bootstrap over targets (``n_boot`` resamples drawn with ``seed``; the same resamples for every
+    k). Returns one row per k = 1..k_max: ``k``, ``n_targets``, ``median``, ``ci_low``,
+    ``ci_high``; with no target above the threshold, ``n_targets`` is 0 and the rest NaN.
+    """
+    if n_boot < 1:
+        raise InfluenceError(f"n_boot must be >= 1, got {n_boot}")
+    if not gain_threshold >= 0:
+        raise InfluenceError(f"gain_threshold must be >= 0 (the fractions divide by the gain), "
+                             f"got {gain_threshold}")
+    if not 0.0 < level < 1.0:
+        raise InfluenceError(f"level must lie in (0, 1), got {level}")
+    if frame.height == 0:
+        raise InfluenceError("no analysed targets to summarise")
+    gain = (frame["short_loss"] - frame["long_loss"]).to_numpy()
+    fractions = gain_fractions(frame.filter(pl.Series(gain > gain_threshold)))
+    n, k_max = fractions.shape[0], _float_matrix(frame["sparse_loss"]).shape[1]
+    if n == 0:
+        median = low = high = np.full(k_max, np.nan)
+    else:
+        median = np.median(fractions, axis=0)
+        resamples = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        boot = np.stack([np.median(fractions[resamples, k], axis=1) for k in range(k_max)], axis=1)
+        low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return pl.DataFrame({
+        "k": pl.Series(range(1, k_max + 1), dtype=pl.Int32),
+        "n_targets": pl.Series([n] * k_max, dtype=pl.Int64),
+        "median": pl.Series(median, dtype=pl.Float64),
+        "ci_low": pl.Series(low, dtype=pl.Float64),
+        "ci_high": pl.Series(high, dtype=pl.Float64),
+    })

@@ -1,0 +1,259 @@
+"""Tests for pipeline_src.influence: target draw, losses at original positions, greedy and top-k
+selection (batched == one at a time), the key-token flag, the schema and the figure summary."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from pipeline_src import influence as inf
+from pipeline_src.datasets import DataError, validate
+from pipeline_src.influence import InfluenceConfig, InfluenceError
+from pipeline_src.model import Decoder, ModelConfig
+
+VOCAB = 32
+SMALL = dict(context=16, local=8, k_max=3, n_targets=5, seed=1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """The models here are tiny: one thread avoids thread contention on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def token_stream(lengths, splits=None, seed: int = 0) -> pl.DataFrame:
+    """A token stream frame: document i has lengths[i] random tokens."""
+    rng = np.random.default_rng(seed)
+    splits = splits or ["heldout"] * len(lengths)
+    return pl.DataFrame({
+        "doc": pl.Series(range(len(lengths)), dtype=pl.Int64),
+        "split": pl.Series(splits, dtype=pl.String),
+        "tokens": pl.Series([rng.integers(1, VOCAB, n).tolist() for n in lengths], dtype=pl.List(pl.Int32)),
+    })
+
+
+def random_model(encoding: str = "rope", seed: int = 0) -> Decoder:
+    """A tiny Decoder with large random weights, so that candidates' losses differ clearly."""
+    torch.manual_seed(seed)
+    model = Decoder(ModelConfig(vocab_size=VOCAB, d_model=32, n_layer=2, n_head=2, max_positions=64,
+                                position_encoding=encoding))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)
+    return model.eval()
+
+
+def small_targets(cfg: InfluenceConfig) -> pl.DataFrame:
+    return inf.select_targets(token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"]), cfg)
+
+
+# ---------------------------------------------------------------- configuration
+
+@pytest.mark.parametrize("change, field", [
+    (dict(local=16), "local"),  # L >= Lbar
+    (dict(k_max=9), "k_max"),  # more than Lbar - L = 8 far tokens
+    (dict(selection="random"), "selection"),
+    (dict(n_targets=0), "n_targets"),
+    (dict(batch_size=1.5), "batch_size"),
+])
+def test_bad_config_names_field(change, field):
+    with pytest.raises(InfluenceError, match=f"InfluenceConfig.{field}"):
+        InfluenceConfig(**{**SMALL, **change})
+
+
+def test_config_round_trip_and_unknown_key():
+    cfg = InfluenceConfig(**SMALL, selection="topk")
+    assert InfluenceConfig.from_dict(cfg.to_dict()) == cfg and cfg.far == 8
+    with pytest.raises(InfluenceError, match="lbar"):
+        InfluenceConfig.from_dict({"lbar": 16})
+
+
+# ---------------------------------------------------------------- target selection
+
+def test_target_selection_is_a_pure_seeded_rule():
+    cfg = InfluenceConfig(**SMALL)
+    stream = token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"])
+    targets = inf.select_targets(stream, cfg)
+    assert targets.equals(inf.select_targets(stream.reverse(), cfg))  # row order does not matter
+    assert not targets.equals(inf.select_targets(stream, InfluenceConfig(**{**SMALL, "seed": 2})))
+    assert targets.height == 5 and set(targets["doc"]) <= {0, 3}  # held-out docs with > 16 tokens
+    assert targets.select(["doc", "t"]).is_unique().all()
+    tokens = stream["tokens"].to_list()
+    for doc, t, target, context in targets.iter_rows():
+        assert t >= 16 and context == tokens[doc][t - 16:t] and target == tokens[doc][t]
+
+
+def test_target_selection_errors():
+    cfg = InfluenceConfig(**SMALL)
+    with pytest.raises(InfluenceError, match=r"Lbar\+1 = 17 tokens.*longest: 16"):
+        inf.select_targets(token_stream([16, 5]), cfg)
+    with pytest.raises(InfluenceError, match="no 'heldout' documents"):
+        inf.select_targets(token_stream([40], ["train"]), cfg)
+    with pytest.raises(InfluenceError, match="only 3 targets"):
+        inf.select_targets(token_stream([19]), cfg)
+
+
+# ---------------------------------------------------------------- losses keep original position IDs
+
+def test_dropped_tokens_keep_their_position_ids():
+    cfg = InfluenceConfig(**SMALL)
+    model = random_model("abs")  # absolute positions: a shift changes the output
+    targets = small_targets(cfg)
+    out = inf.influential_tokens(model, targets, cfg, progress=None)
+    context = np.array(targets["context"][0].to_list())
+    target = torch.tensor([targets["target"][0]])
+
+    def direct(keep, ids):
+        logits = model(torch.tensor(context[keep])[None], torch.tensor(ids)[None]).token_logits[0, -1]
+        return torch.nn.functional.cross_entropy(logits[None].double(), target).item()
+
+    local = list(range(8, 16))
+    with torch.no_grad():
+        assert out["short_loss"][0] == pytest.approx(direct(local, local), abs=1e-5)
+        assert abs(out["short_loss"][0] - direct(local, list(range(8)))) > 1e-3  # renumbered: differs
+        assert out["long_loss"][0] == pytest.approx(direct(list(range(16)), list(range(16))), abs=1e-5)
+        j = out["chosen"][0][0]
+        assert out["sparse_loss"][0][0] == pytest.approx(direct([j] + local, [j] + local), abs=1e-5)
+
+
+# ---------------------------------------------------------------- batched == one at a time
+
+@pytest.mark.parametrize("selection", ["greedy", "topk"])
+@pytest.mark.parametrize("batch_size", [7, 64])  # rows split across forwards; several targets per batch
+def test_batched_equals_reference(selection, batch_size):
+    cfg = InfluenceConfig(**SMALL, selection=selection, batch_size=batch_size)
+    model, targets = random_model("rope"), small_targets(cfg)
+    fast = inf.influential_tokens(model, targets, cfg, progress=None)
+    slow = inf.reference_influential_tokens(model, targets, cfg)
+    assert fast.select(["doc", "t", "target", "chosen", "key_token"]).equals(
+        slow.select(["doc", "t", "target", "chosen", "key_token"]))
+    for column in ("long_loss", "short_loss"):
+        np.testing.assert_allclose(fast[column].to_numpy(), slow[column].to_numpy(), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(np.array(fast["sparse_loss"].to_list()), np.array(slow["sparse_loss"].to_list()),
+                               rtol=0, atol=1e-5)
+    assert len(set(fast["long_loss"].to_list())) == targets.height  # a model whose losses do differ
+    validate(fast, inf.influence_schema(cfg), "batched")
+
+
+# ---------------------------------------------------------------- an oracle model
+
+class OneTokenOracle:
+    """A "model" whose prediction of ``target`` is sure exactly when position ``key`` is present;
+    uniform over the vocabulary otherwise."""
+
+    def __init__(self, key: int, target: int):
+        self.key, self.target = key, target
+
+    def __call__(self, tokens, position_ids):
+        logits = torch.zeros(*tokens.shape, VOCAB)
+        logits[:, -1, self.target] = 20.0 * (position_ids == self.key).any(dim=1)
+        return logits
+
+
+@pytest.mark.parametrize("selection", ["greedy", "topk"])
+def test_greedy_finds_the_one_influential_token(selection):
+    cfg = InfluenceConfig(**SMALL, selection=selection)
+    targets = small_targets(cfg).with_columns(target=pl.lit(7, dtype=pl.Int32))
+    out = inf.influential_tokens(OneTokenOracle(key=5, target=7), targets, cfg, progress=None)
+    # Then every other far token is useless: ties go to the smallest positions.
+    assert out["chosen"].to_list() == [[5, 0, 1]] * targets.height
+    assert out["short_loss"].to_list() == pytest.approx([math.log(VOCAB)] * targets.height)
+    sure = math.log1p((VOCAB - 1) * math.exp(-20.0))
+    assert out["long_loss"].to_list() == pytest.approx([sure] * targets.height)
+    assert np.allclose(np.array(out["sparse_loss"].to_list()), sure)
+    assert out["key_token"].all()  # gain log(32) = 3.47 > 2 and L_long < 2
+
+
+def test_progress_reports_and_errors():
+    cfg = InfluenceConfig(**SMALL, batch_size=8)  # one target per group of forwards
+    targets = small_targets(cfg)
+    seen = []
+    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n: seen.append((d, n)),
+                           report_every=2)
+    assert seen == [(2, 5), (4, 5), (5, 5)]
+    with pytest.raises(InfluenceError, match="contexts have \\[16\\] tokens.*context is 20"):
+        inf.influential_tokens(OneTokenOracle(0, 1), targets, InfluenceConfig(**{**SMALL, "context": 20}))
+    with pytest.raises(InfluenceError, match="logits of shape"):
+        inf.influential_tokens(lambda t, p: torch.zeros(t.shape[0], VOCAB), targets, cfg, progress=None)
+
+
+def test_default_progress_prints_to_stderr(capsys):
+    cfg = InfluenceConfig(**SMALL)
+    inf.influential_tokens(OneTokenOracle(0, 1), small_targets(cfg), cfg)
+    assert "influential tokens: 5/5 targets" in capsys.readouterr().err
+
+
+def test_hf_adapter_passes_keywords():
+    calls = []
+
+    class FakeHF:
+        def __call__(self, input_ids, position_ids, attention_mask=None):
+            calls.append(position_ids.tolist())
+            return type("Out", (), {"logits": torch.zeros(*input_ids.shape, VOCAB)})()
+
+    cfg = InfluenceConfig(**{**SMALL, "n_targets": 1})
+    out = inf.influential_tokens(None, small_targets(cfg), cfg, logits_fn=inf.hf_logits_fn(FakeHF()), progress=None)
+    assert out.height == 1 and [list(range(16))] in calls
+
+
+# ---------------------------------------------------------------- schema
+
+def valid_frame() -> pl.DataFrame:
+    return pl.DataFrame({
+        "doc": pl.Series([0, 0], dtype=pl.Int64),
+        "t": pl.Series([16, 20], dtype=pl.Int32),
+        "target": pl.Series([3, 4], dtype=pl.Int32),
+        "long_loss": [0.5, 3.0],
+        "short_loss": [3.0, 3.5],
+        "sparse_loss": pl.Series([[2.0, 1.0, 0.7], [3.4, 3.2, 3.1]], dtype=pl.List(pl.Float64)),
+        "chosen": pl.Series([[5, 0, 7], [1, 2, 3]], dtype=pl.List(pl.Int32)),
+        "key_token": [True, False],
+    })
+
+
+@pytest.mark.parametrize("column, value, check", [
+    ("chosen", [5, 5, 7], "chosen_are_distinct_far_positions"),
+    ("chosen", [5, 0, 8], "chosen_are_distinct_far_positions"),  # far positions are 0..7
+    ("chosen", [5, 0], "k_max_losses_and_picks"),
+    ("sparse_loss", [2.0, float("nan"), 0.7], "losses_are_finite"),
+    ("sparse_loss", [2.0, 1.0, 0.7, 0.6], "k_max_losses_and_picks"),
+    ("key_token", False, "key_token_follows_losses"),
+    ("t", 15, "target_has_full_context"),
+])
+def test_schema_rejects_bad_frames(column, value, check):
+    schema = inf.influence_schema(InfluenceConfig(**SMALL))
+    frame = valid_frame()
+    validate(frame, schema, "ok.parquet")
+    bad = frame.with_columns(pl.Series(column, [value, frame[column][1]], dtype=frame[column].dtype))
+    with pytest.raises(DataError, match=check):
+        validate(bad, schema, "bad.parquet")
+    with pytest.raises(DataError, match="not unique"):  # (doc, t) is a key
+        validate(pl.concat([frame, frame.head(1)]), schema, "bad.parquet")
+    with pytest.raises(DataError, match="extra"):
+        validate(frame.with_columns(extra=pl.lit(1)), schema, "bad.parquet")
+    with pytest.raises(DataError):
+        validate(frame.with_columns(pl.col("t").cast(pl.Int64)), schema, "bad.parquet")
+
+
+# ---------------------------------------------------------------- summary for the figure
+
+def test_recovered_gain_median_and_bootstrap():
+    # Gains 4, 4, 4 (and one target with gain 1, below the threshold 2, left out).
+    frame = pl.DataFrame({
+        "long_loss": [0.0, 1.0, 2.0, 0.0],
+        "short_loss": [4.0, 5.0, 6.0, 1.0],
+        "sparse_loss": [[3.0, 2.0], [4.0, 1.0], [5.0, 3.0], [0.0, 0.0]],
+    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75
+    summary = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3)
+    assert summary["k"].to_list() == [1, 2] and summary["n_targets"].to_list() == [3, 3]
+    assert summary["median"].to_list() == pytest.approx([0.25, 0.75])
+    assert summary["ci_low"][0] == summary["ci_high"][0] == pytest.approx(0.25)
+    assert 0.5 <= summary["ci_low"][1] <= 0.75 <= summary["ci_high"][1] <= 1.0
+    assert summary.equals(inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3))
+    none = inf.recovered_gain(frame, gain_threshold=10.0)
+    assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()
