@@ -101,3 +101,16 @@ def test_rope_schemes_need_no_table():
     config = edited(parity_scratchpad={"runs": {"scratchpad": ["rope", "rope_pose", "nope"]},
                                        "model": {"max_positions": 8}})
     jobs.check(config)
+
+
+def merged(base: dict, override: dict) -> dict:
+    """``override`` merged over ``base`` as Snakemake merges a --configfile (dicts deep, lists replaced)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "paper.yaml"])
+def test_shipped_scale_configs_pass_the_cross_field_checks(name):
+    jobs.check(merged(DEFAULT, yaml.safe_load((REPO / "config" / name).read_text())))
