@@ -16,9 +16,11 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/language.smk"
 
 
 rule all:
     default_target: True
     input:
         [path for paths in FIGURES.values() for path in paths],
+        [path for paths in LANGUAGE_FIGURES.values() for path in paths],

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from .config import FIGURES as FIGURE_TASKS
+from .language_config import FIGURES as LANGUAGE_FIGURES
 
 
 def _spec(ctx, param, value: str) -> dict:
@@ -62,12 +63,71 @@ def generate(spec: dict, rule: str, out: Path) -> None:
 @THREADS
 @click.option("--train-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path) -> None:
-    """Train one cell; resumes from its last checkpoint in OUT_DIR if one exists."""
+@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Task language only: the tokenizer.json of the token stream given as --train-data.")
+def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path, tokenizer: Path | None) -> None:
+    """Train one cell (or, with task "language", a language model on a token stream); resumes from
+    its last checkpoint in OUT_DIR if one exists."""
     from .train import train as run
 
-    summary = run(spec, train_data, out_dir, rule=rule, threads=threads)
+    summary = run(spec, train_data, out_dir, rule=rule, threads=threads, tokenizer=tokenizer)
     click.echo(json.dumps(summary), err=True)
+
+
+@main.command()
+@SPEC
+@RULE
+@click.option("--tokenizer-out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--tokens-out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None:
+    """Read a corpus, split it into train and held-out documents, train (or load) the tokenizer and
+    write the token stream (natural-language analysis)."""
+    from .corpus import CorpusError
+    from .language import build_corpus
+    from .tokenizer import TokenizerError
+
+    try:
+        summary = build_corpus(spec, tokenizer_out, tokens_out, rule=rule)
+    except (CorpusError, TokenizerError) as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(json.dumps(summary), err=True)
+
+
+@main.command("lm-eval")
+@SPEC
+@RULE
+@THREADS
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out-positions", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--out-targets", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens: Path, out_positions: Path,
+            out_targets: Path) -> None:
+    """A language model's held-out loss by position, and its losses on the analysed targets."""
+    from .language import evaluate_model
+
+    evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
+
+
+@main.command()
+@SPEC
+@RULE
+@THREADS
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="One of our trained language models.")
+@click.option("--hf-model", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Instead: a local Hugging Face causal LM folder (needs the hf extra).")
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None, hf_model: Path | None,
+              tokens: Path, out: Path) -> None:
+    """Influential-token analysis (Figure 4): L_long, L_short and the greedy L_short,sparse(k) of
+    held-out targets, one Parquet row per target."""
+    from .language import analyse
+
+    if (model_dir is None) == (hf_model is None):
+        raise click.UsageError("give exactly one of --model-dir and --hf-model")
+    analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
 
 
 @main.command()
@@ -85,14 +145,18 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 
 
 @main.command()
-@click.argument("figure", type=click.Choice(list(FIGURE_TASKS)))
+@click.argument("figure", type=click.Choice([*FIGURE_TASKS, *LANGUAGE_FIGURES]))
 @SPEC
 @RULE
 @click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Output file (.png or .pdf); repeat for several formats.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: tuple[Path, ...]) -> None:
-    """Draw FIGURE from evaluation results INPUTS."""
+    """Draw FIGURE from evaluation results INPUTS (language figures: influence and language-model
+    evaluation tables)."""
+    if figure in FIGURE_TASKS and spec.get("task") != FIGURE_TASKS[figure]:
+        raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASKS[figure]!r}, but the spec is for "
+                                 f"task {spec.get('task')!r}", param_hint="--spec")
     module = importlib.import_module(f".figures.{figure}", __package__)
     module.plot(spec, list(inputs), list(outputs), rule=rule)
 

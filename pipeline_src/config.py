@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from . import language_config
 from .schemes import get_scheme
 from .tasks import get_task
 
@@ -52,8 +53,9 @@ FIGURES = {  # figure name -> the task it shows
 
 
 def tasks(config: dict) -> list[str]:
-    """The tasks this run trains and plots, in config order."""
-    return list(config["tasks"])
+    """The synthetic tasks this run trains and plots, in config order (``language``, the
+    natural-language analysis, has its own jobs: :mod:`pipeline_src.language_config`)."""
+    return [task for task in config["tasks"] if task in LAYOUTS]
 
 
 def figures(config: dict) -> list[str]:
@@ -172,7 +174,12 @@ def check(config: dict) -> None:
     for task in config["tasks"]:
         if task not in config:
             raise ConfigError(f"tasks lists {task!r} but the config has no {task} section")
+    for task in tasks(config):
         _check_task(config, task)
+    try:
+        language_config.check(config)
+    except language_config.LanguageConfigError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _check_task(config: dict, task: str) -> None:

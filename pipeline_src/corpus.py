@@ -120,6 +120,17 @@ def load_corpus(source: str, path: str | Path | None = None, max_docs: int | Non
     return Corpus(source, documents, used, options)
 
 
+def source_files(source: str, path: str | Path, c4_split: str = "train") -> list[Path]:
+    """Every file a ``c4``/``jsonl``/``parquet``/``txt`` source at ``path`` would read, in reading
+    order, without reading them (``max_docs`` may stop earlier): a workflow's input list."""
+    suffixes = {"jsonl": (".jsonl", ".jsonl.gz"), "parquet": (".parquet",), "txt": (".txt",)}
+    if source == "c4":
+        return c4_shards(path, c4_split)
+    if source not in suffixes:
+        raise CorpusError(f"source {source!r} has no files of its own; file sources: c4, {', '.join(suffixes)}")
+    return _files(path, suffixes[source])
+
+
 def c4_shards(folder: str | Path, split: str = "train") -> list[Path]:
     """The shards of one official c4 split in ``folder``, in sorted name order."""
     folder = Path(folder)

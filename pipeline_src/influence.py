@@ -51,7 +51,8 @@ KEY_TOKEN_GAIN = 2.0  # Fang et al. 2024: L_short - L_long > 2 ...
 KEY_TOKEN_LONG_LOSS = 2.0  # ... and L_long < 2
 
 LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""(tokens, position_ids), both long [B, T] -> token logits [B, T, V]."""
+"""(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last
+position only (every loss here scores the token after the last kept one)."""
 
 ProgressFn = Callable[[int, int], None]
 """Called with (targets done, targets in all)."""
@@ -231,9 +232,10 @@ def _last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.nd
         tok = torch.as_tensor(tokens[start:stop], dtype=torch.long, device=device)
         pos = torch.as_tensor(positions[start:stop], dtype=torch.long, device=device)
         logits = logits_fn(tok, pos)
-        if logits.dim() != 3 or logits.shape[:2] != tok.shape:
+        if logits.dim() != 3 or logits.shape[0] != tok.shape[0] or logits.shape[1] not in (1, tok.shape[1]):
             raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
-                                 f"shape {tuple(tok.shape)}; expected [B, T, vocab]")
+                                 f"shape {tuple(tok.shape)}; expected [B, T, vocab] (or [B, 1, vocab]: "
+                                 "the last position only)")
         y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
         loss = F.cross_entropy(logits[:, -1].double(), y, reduction="none")
         losses[start:start + len(tok)] = loss.cpu().numpy()
@@ -474,6 +476,17 @@ def gain_fractions(frame: pl.DataFrame) -> np.ndarray:
     sparse = _float_matrix(frame["sparse_loss"])
     with np.errstate(divide="ignore", invalid="ignore"):
         return (short - sparse) / gain
+
+
+def tokens_needed(frame: pl.DataFrame, fraction: float = 0.8) -> np.ndarray:
+    """Per target, the smallest k whose influential tokens recover at least ``fraction`` of the
+    long-context gain: int64 [n] in 1..k_max, or k_max + 1 where even k_max tokens fall short.
+    Meaningful for targets with a positive gain (select them first)."""
+    if not 0.0 < fraction <= 1.0:
+        raise InfluenceError(f"fraction must lie in (0, 1], got {fraction}")
+    reached = gain_fractions(frame) >= fraction  # nan (zero gain) compares False
+    k_max = reached.shape[1]
+    return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, k_max + 1).astype(np.int64)
 
 
 def _float_matrix(series: pl.Series) -> np.ndarray:

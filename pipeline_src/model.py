@@ -298,7 +298,7 @@ class Decoder(nn.Module):
 
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
                 attention_mask: torch.Tensor | None = None,
-                cache: KVCache | None = None, use_cache: bool = False) -> ModelOutput:
+                cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False) -> ModelOutput:
         """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token.
 
         With ``cache`` (from an earlier call with ``use_cache=True``), ``tokens`` and
@@ -307,6 +307,8 @@ class Decoder(nn.Module):
         returns the cache extended by the new tokens in ``ModelOutput.cache``
         (the given cache is not modified). Padding masks cannot be combined
         with a cache: decoding batches have equal-length prompts.
+        ``last_only=True`` computes the heads at the last position only (logits [B, 1, ...]):
+        scoring one next token per row skips the LM head at every other position.
         """
         if tokens.shape != position_ids.shape:
             raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
@@ -336,7 +338,7 @@ class Decoder(nn.Module):
         for block, past in zip(self.blocks, pasts):
             x, kv = block(x, rope, mask, past)
             new_layers.append(kv)
-        x = self.ln_f(x)
+        x = self.ln_f(x[:, -1:] if last_only else x)
         position_logits = self.position_head(x) if self.position_head is not None else None
         return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits,
                            cache=KVCache(new_layers) if use_cache else None)

@@ -34,6 +34,14 @@ STAGE_SOURCES = {
     "evaluate": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "decoding.py",
                  "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
     "figures": ["figures", "accuracy_schema.py", "stats.py"],
+    # the natural-language analysis (SPEC 6): corpus -> tokenizer -> token stream; language models
+    # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
+    "language_data": ["canonical.py", "datasets.py", "corpus.py", "tokenizer.py", "language.py"],
+    "language_train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "train.py",
+                       "lm.py", "tokenizer.py", "datasets.py"],
+    "language_eval": ["model.py", "checkpoints.py", "lm.py", "tokenizer.py", "datasets.py", "influence.py",
+                      "language.py", "language_schemas.py"],
+    "language_figures": ["figures", "influence.py", "language_schemas.py"],
 }
 # The task modules each task's results depend on (besides the modules in ``tasks/`` that no task
 # owns, which every task shares: the registry, vocabulary, layout and schemas). So editing one task's
@@ -44,7 +52,8 @@ TASK_MODULES = {
     "parity_scratchpad": ["parity_scratchpad.py"],
     "variable_assignment": ["variable_assignment.py"],
 }
-LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake")
+LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
+             "tokenizers", "gensim")
 
 
 def _stage_files(stage: str, task: str | None = None) -> list[Path]:
@@ -212,6 +221,11 @@ def format_trace(node: dict, with_config: bool = False) -> str:
                      f"stage {code['stage']} {code['stage_digest'][:12]}")
         if "artifact" in rec:
             lines.append(f"{pad}sha256 {rec['artifact']['sha256']}")
+        if "corpus" in rec:  # the natural-language corpus: source and every file read
+            corpus = rec["corpus"]
+            lines.append(f"{pad}corpus {corpus['source']}: {corpus['n_documents']:,} documents from "
+                         f"{len(corpus['files'])} files")
+            lines.extend(f"{pad}    {f['path']} (sha256 {f['sha256'][:12]})" for f in corpus["files"])
         if with_config:
             lines.append(f"{pad}config {canonical_json(rec['config'])}")
         for sub_role, sub in item["upstream"].items():

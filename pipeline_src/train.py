@@ -3,6 +3,12 @@ clipping, loss on response tokens only. Under Predictive Position Coupling (sche
 CE(next token) + w * CE(next token's position ID) on the same response tokens. Resumable: the whole state (weights, optimizer, random
 generator, log) is checkpointed atomically, so a killed run that restarts ends with the same
 weights as one that never stopped.
+
+The same loop trains the language model of the natural-language analysis (task ``language``,
+SPEC 6): only the *batch source* differs. A synthetic task draws length-grouped batches of its
+samples (:class:`TaskSource`); the language model draws random windows of the train token stream
+and is scored on every next token (:class:`pipeline_src.lm.WindowSource`), and its held-out loss is
+logged every ``heldout.every`` steps to ``heldout_log.parquet``.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from . import datasets
-from .batches import SequenceTable, training_batch
+from . import datasets, lm
+from .batches import SequenceTable, TrainingBatch, training_batch
 from .canonical import config_hash
 from .checkpoints import load_state, save_model, save_state
 from .model import Decoder, ModelConfig
@@ -27,10 +33,12 @@ from .positions import get_scheme, train_position_ids
 from .provenance import attach, build_record
 from .tasks import get_task
 
+LANGUAGE = "language"  # the task name of the natural-language model (SPEC 6)
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
               "position_accuracy": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
               "seconds": pl.Float64}
 SECONDS = list(LOG_SCHEMA).index("seconds")
+HELDOUT_SCHEMA = {"step": pl.Int64, "heldout_loss": pl.Float64, "heldout_tokens": pl.Int64}
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
@@ -42,9 +50,9 @@ def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: 
     return peak * (1.0 - (1.0 - final_ratio) * min(1.0, progress))
 
 
-def build_model(spec: dict) -> Decoder:
-    task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
-    cfg = ModelConfig(vocab_size=len(task.vocab), position_encoding=scheme.encoding,
+def build_model(spec: dict, vocab_size: int) -> Decoder:
+    scheme = get_scheme(spec["scheme"])
+    cfg = ModelConfig(vocab_size=vocab_size, position_encoding=scheme.encoding,
                       position_head=scheme.predicts_positions, **spec["model"])
     target = spec["positions"]["target_length"]
     if (cfg.position_encoding == "abs" or cfg.position_head) and target > cfg.max_positions:
@@ -68,33 +76,81 @@ def autocast(precision: str):
     return contextlib.nullcontext()
 
 
+class TaskSource:
+    """Batches of a synthetic task's training set: uniformly drawn samples, grouped by length."""
+
+    stage = "train"
+    heldout = None  # no held-out loss during training
+
+    def __init__(self, spec: dict, train_data: Path):
+        task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
+        self.table = SequenceTable.from_frame(datasets.read(train_data, task.schema), coupled=scheme.coupled)
+        self.opt, self.pending = spec["train"], []
+        self.vocab_size = len(task.vocab)
+        self.inputs = {"train_data": train_data}
+        self.description = {"k_train": spec.get("k_train"), "vocab": list(task.vocab.tokens)}
+        self.summary = f"{len(self.table):,} samples"
+
+    def next_batch(self, generator: torch.Generator) -> TrainingBatch:
+        if not self.pending:
+            self.pending = grouped_batches(self.table.lengths, self.opt["batch_size"], self.opt["length_grouping"],
+                                           generator)
+        return training_batch(self.table, self.pending.pop(), self.opt["pad_multiple"])
+
+
+class LanguageSource(lm.WindowSource):
+    """Batches of the language model: random windows of the train token stream (see :mod:`.lm`),
+    plus the fixed held-out windows whose mean loss is logged during training."""
+
+    stage = "language_train"
+
+    def __init__(self, spec: dict, train_data: Path, tokenizer: Path | None):
+        from .tokenizer import load_tokenizer, read_tokens
+
+        if tokenizer is None:
+            raise ValueError("training the language model needs its tokenizer.json (--tokenizer)")
+        self.vocab_size = load_tokenizer(tokenizer).get_vocab_size()
+        frame = read_tokens(train_data, self.vocab_size)
+        context = spec["context"]
+        super().__init__(lm.concatenated(frame), context, spec["train"]["batch_size"])
+        self.pending = []  # nothing to carry across a resume but the random generator
+        self.heldout = lm.document_windows(frame, context + 1, spec["heldout"]["windows"])
+        self.inputs = {"train_data": train_data, "tokenizer": tokenizer}
+        self.description = {"context": context, "vocab_size": self.vocab_size}
+        self.summary = f"{len(self.stream):,} train tokens, {len(self.heldout)} held-out windows"
+
+
 def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", threads: int | None = None,
-          progress: Callable[[str], None] | None = None, stop_at_step: int | None = None) -> dict:
+          progress: Callable[[str], None] | None = None, stop_at_step: int | None = None,
+          tokenizer: Path | None = None) -> dict:
     """Train the cell described by ``spec`` on ``train_data``; write model, log and summary into
-    ``out_dir``. ``stop_at_step`` ends the run early (as a kill would), for tests."""
+    ``out_dir``. ``stop_at_step`` ends the run early (as a kill would), for tests. For the
+    language model (``spec["task"] == "language"``), ``train_data`` is the token stream and
+    ``tokenizer`` its tokenizer.json (which sets the vocabulary size)."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     opt = spec["train"]
-    task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
-    table = SequenceTable.from_frame(datasets.read(train_data, task.schema), coupled=scheme.coupled)
-    model = build_model(spec)
+    scheme = get_scheme(spec["scheme"])
+    source = LanguageSource(spec, train_data, tokenizer) if spec["task"] == LANGUAGE else TaskSource(spec, train_data)
+    model = build_model(spec, source.vocab_size)
     optimizer = make_optimizer(model, opt)
     generator = torch.Generator().manual_seed(spec["seed"])
     identity = config_hash(spec)
     resume_path = out_dir / f"resume-{identity[:16]}.pt"
-    step, log, pending = 0, [], []
+    step, log, heldout_log = 0, [], []
     if resume_path.exists():
         state = load_state(resume_path, identity)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
-        step, log, pending = state["step"], state["log"], state["pending"]
+        step, log, source.pending = state["step"], state["log"], state["pending"]
+        heldout_log = state.get("heldout_log", [])
         say(f"resuming {out_dir} from step {step}")
     say(f"training {spec['task']}/{spec['variant']}/{scheme.name}/seed{spec['seed']}: "
-        f"{model.num_parameters():,} parameters, {len(table):,} samples, {opt['steps']} steps")
+        f"{model.num_parameters():,} parameters, {source.summary}, {opt['steps']} steps")
 
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
@@ -105,10 +161,7 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
         lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
         for group in optimizer.param_groups:
             group["lr"] = lr
-        if not pending:
-            pending = grouped_batches(table.lengths, opt["batch_size"], opt["length_grouping"], generator)
-        index = pending.pop()
-        batch = training_batch(table, index, opt["pad_multiple"])
+        batch = source.next_batch(generator)
         # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
         positions = train_position_ids(scheme, batch.positions, batch.lengths + 1,
                                        target_length=spec["positions"]["target_length"],
@@ -133,15 +186,20 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
         accuracy = (picked.argmax(-1) == answer).double().mean().item()
         log.append((step, loss.item(), accuracy, position_accuracy, lr, grad_norm.item(),
                     time.perf_counter() - started))
+        if source.heldout is not None and (step % spec["heldout"]["every"] == 0 or step == total):
+            heldout_log.append(_heldout_loss(model, source.heldout, step, opt))
+            say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
         if step % opt["log_every"] == 0 or step == total:
             _report(say, log, opt["log_every"], total)
         if step % opt["checkpoint_every"] == 0 and step < total:
-            save_state(resume_path, {"config_hash": identity, "step": step, "model": model.state_dict(),
-                                     "optimizer": optimizer.state_dict(),
-                                     "generator": generator.get_state(), "log": log,
-                                     "pending": pending})
+            state = {"config_hash": identity, "step": step, "model": model.state_dict(),
+                     "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
+                     "pending": source.pending}
+            if source.heldout is not None:
+                state["heldout_log"] = heldout_log
+            save_state(resume_path, state)
 
-    summary = _finish(spec, model, log, train_data, out_dir, rule)
+    summary = _finish(spec, model, log, heldout_log, source, out_dir, rule)
     resume_path.unlink(missing_ok=True)
     return summary
 
@@ -156,6 +214,13 @@ def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
     index = index[lengths[index].argsort(stable=True)]
     order = torch.randperm(groups, generator=generator)
     return list(index.view(groups, batch_size)[order])
+
+
+def _heldout_loss(model: Decoder, windows: torch.Tensor, step: int, opt: dict) -> tuple:
+    """(step, mean next-token loss over the held-out windows, tokens scored); uses no randomness."""
+    with autocast(opt["precision"]):
+        losses = lm.position_losses(model, windows, opt["batch_size"])
+    return step, float(losses.mean()), losses.numel()
 
 
 def _real(batch, extra: int = 0) -> torch.Tensor:
@@ -179,12 +244,11 @@ def _report(say, log, window: int, total: int) -> None:
         f"lr {recent[-1][column['lr']]:.2e}  {rate:.1f} steps/s  eta {(total - step) / rate:.0f}s")
 
 
-def _finish(spec: dict, model: Decoder, log: list, train_data: Path, out_dir: Path, rule: str) -> dict:
-    record = build_record(rule, "train", spec, inputs={"train_data": train_data}, seeds={"seed": spec["seed"]},
-                          task=spec["task"])
+def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, out_dir: Path, rule: str) -> dict:
+    record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
+                          task=spec["task"] if spec["task"] != LANGUAGE else None)
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
-                   "k_train": spec.get("k_train"), "seed": spec["seed"],
-                   "vocab": list(get_task(spec["task"]).vocab.tokens)}
+                   "seed": spec["seed"], **source.description}
     save_model(model, out_dir, description, record)
     frame = pl.DataFrame(log, schema=LOG_SCHEMA, orient="row")
     attach(out_dir / "train_log.parquet", record,
@@ -193,5 +257,10 @@ def _finish(spec: dict, model: Decoder, log: list, train_data: Path, out_dir: Pa
     summary = {"steps": len(frame), "final_loss": float(tail["loss"].mean()),
                "final_accuracy": float(tail["accuracy"].mean()), "parameters": model.num_parameters(),
                "train_seconds": float(frame["seconds"].max()), "config_hash": record["config_hash"]}
+    if source.heldout is not None:
+        heldout = pl.DataFrame(heldout_log, schema=HELDOUT_SCHEMA, orient="row")
+        attach(out_dir / "heldout_log.parquet", record,
+               lambda tmp, meta: heldout.write_parquet(tmp, metadata=meta, statistics=False))
+        summary["final_heldout_loss"] = float(heldout["heldout_loss"][-1])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

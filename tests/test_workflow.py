@@ -51,7 +51,7 @@ def pipeline(tmp_path_factory) -> Path:
     return workdir
 
 
-FIGURES = ("figure1", "figure2", "figure3", "sparse_parity_scratchpad")
+FIGURES = ("figure1", "figure2", "figure3", "sparse_parity_scratchpad", "figure4", "language_pose")
 
 
 def test_smoke_run_writes_every_figure_and_provenance(pipeline):
@@ -86,6 +86,9 @@ EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must pl
                         {"train": 1, "evaluate": 1, "figure2": 1}),
     "ppc loss weight": ({"variable_assignment": {"train": {"position_loss_weight": 0.5}}},
                         {"train": 1, "evaluate": 1, "figure3": 1}),
+    # only the PoSE language model uses pose_chunks: the rope models are not retrained
+    "language pose chunks": ({"language": {"pose": {"pose_chunks": 3}}},
+                             {"language_train": 1, "language_eval": 1, "language_pose": 1}),
 }
 
 

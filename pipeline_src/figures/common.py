@@ -32,9 +32,10 @@ def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
             .sort(keys))
 
 
-def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path]) -> None:
-    """Save ``fig`` to every path of ``outputs`` (by suffix) with a provenance sidecar each."""
-    record = build_record(rule, "figures", spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
+def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path], stage: str = "figures") -> None:
+    """Save ``fig`` to every path of ``outputs`` (by suffix) with a provenance sidecar each; ``stage``
+    names the code digest recorded (as the workflow's code param)."""
+    record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
                           seeds={"seeds": spec.get("seeds", [])})
     for path in outputs:
         path = Path(path)

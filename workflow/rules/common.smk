@@ -1,5 +1,8 @@
 # Grid, per-job specs and code digests. Cheap and pure: re-parsed for every cluster job.
+from shlex import quote
+
 from pipeline_src import config as jobs
+from pipeline_src import language_config as lang
 from pipeline_src.canonical import canonical_json
 from pipeline_src.provenance import stage_digest
 
@@ -37,3 +40,30 @@ def accuracy_file(cell):
 def eval_variant(wc):
     """Any variant scored on this evaluation set (they share its spec)."""
     return next(c["variant"] for c in CELLS[wc.task] if jobs.eval_data_name(wc.task, c["variant"]) == wc.evalset)
+
+
+# --- natural-language analysis (language.smk) ---
+LANGUAGE_FIGURES = {name: [f"results/figures/{name}.png", f"results/figures/{name}.pdf"] for name in lang.figures(config)}
+LANGUAGE_DIR = "results/language"
+
+
+def language_model_input(wc):
+    """The model the influence analysis reads: our main model, or a local Hugging Face folder."""
+    hf_model = config["language"]["analysis"]["hf_model"]
+    return f"{hf_model}/config.json" if hf_model else f"{LANGUAGE_DIR}/train/main/model.safetensors"
+
+
+def language_model_option(wc, input):
+    """The CLI option naming that model (a shell-quoted folder)."""
+    hf_model = config["language"]["analysis"]["hf_model"]
+    return f"--hf-model {quote(hf_model)}" if hf_model else f"--model-dir {quote(os.path.dirname(input.model))}"
+
+
+def language_figure_inputs(figure):
+    """Figure 4 reads the influence table; our PoSE figure also every model's evaluation tables."""
+    if figure == "figure4":
+        return [f"{LANGUAGE_DIR}/influence.parquet"]
+    evaluated = lang.evaluated_models(config)
+    return ([f"{LANGUAGE_DIR}/eval/{lm}/loss_by_position.parquet" for lm in evaluated]
+            + [f"{LANGUAGE_DIR}/eval/{lm}/target_loss.parquet" for lm in evaluated]
+            + [f"{LANGUAGE_DIR}/influence.parquet"])

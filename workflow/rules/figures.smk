@@ -26,5 +26,7 @@ for figure in FIGURES:
         benchmark:
             f"results/benchmarks/figures/{figure}.tsv"
         shell:
-            f"lengthgen plot {figure} --rule {{params.rule}} --spec {{params.spec:q}}"
+            # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
+            # loop variable holds the last figure; params are bound per rule
+            "lengthgen plot {params.rule} --rule {params.rule} --spec {params.spec:q}"
             " --out {output.png} --out {output.pdf} {input} 2> {log}"

@@ -1,0 +1,204 @@
+"""The natural-language steps (SPEC 6), each writing its artifacts with a provenance record:
+
+* :func:`build_corpus`: corpus -> seeded train/held-out split -> tokenizer (trained on the train
+  split, or a local tokenizer.json) -> token stream Parquet;
+* :func:`evaluate_model`: a language model's loss by position on held-out windows, and its losses
+  on the analysed targets (the draw of the influence analysis);
+* :func:`analyse`: the influential-token analysis with one of our models or a local Hugging Face
+  causal LM (optional ``transformers``, the ``hf`` extra).
+
+The language models themselves are trained by :func:`pipeline_src.train.train` (task
+``language``). Specs come from :mod:`pipeline_src.language_config`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import polars as pl
+import torch
+import torch.nn.functional as F
+
+from . import datasets, influence, lm
+from .checkpoints import load_model
+from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
+from .language_schemas import LossByPositionSchema, TargetLossSchema
+from .provenance import build_record, write_sidecar
+from .tokenizer import (encode_documents, load_tokenizer, read_tokens, save_tokenizer, train_tokenizer,
+                        write_tokens)
+
+
+def _say(progress: Callable[[str], None] | None) -> Callable[[str], None]:
+    return progress or (lambda line: print(line, file=sys.stderr, flush=True))
+
+
+# --- corpus -> tokenizer -> token stream ------------------------------------------------------------
+
+
+def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str = "language_corpus",
+                 progress: Callable[[str], None] | None = None) -> dict:
+    """Read the corpus of ``spec["corpus"]``, split it, get the tokenizer, write tokenizer.json and
+    the token stream. The record of both names the source, its options and every file read with its
+    SHA-256 (``record["corpus"]``). Returns a summary."""
+    say = _say(progress)
+    c = spec["corpus"]
+    corpus = load_corpus(c["source"], c["path"], c["max_docs"], c4_split=c.get("c4_split", "train"),
+                         txt_unit=c.get("txt_unit", "paragraph"))
+    labels = split_documents(corpus.documents, c["split_seed"], c["heldout_fraction"])
+    train_docs = select(corpus.documents, labels, TRAIN)
+    say(f"corpus {c['source']}: {len(corpus.documents):,} documents ({len(train_docs):,} train) "
+        f"from {len(corpus.files)} files")
+    local = spec["tokenizer"].get("path")
+    if local:
+        tokenizer = load_tokenizer(local)
+    else:
+        tokenizer = train_tokenizer(train_docs, spec["tokenizer"]["vocab_size"])
+    frame = encode_documents(tokenizer, corpus.documents, labels)
+    record = build_record(rule, "language_data", spec, inputs={"tokenizer_json": local} if local else {},
+                          seeds={"split_seed": c["split_seed"]})
+    record["corpus"] = corpus_provenance(corpus)
+    save_tokenizer(tokenizer, tokenizer_out)
+    write_sidecar(tokenizer_out, record)
+    write_tokens(frame, tokens_out, tokenizer, record)
+    n_tokens = int(frame["tokens"].list.len().sum())
+    say(f"tokenizer: {tokenizer.get_vocab_size():,} tokens; token stream: {n_tokens:,} tokens")
+    return {"documents": len(corpus.documents), "train_documents": len(train_docs),
+            "vocab_size": tokenizer.get_vocab_size(), "tokens": n_tokens}
+
+
+# --- loss by position and target losses -------------------------------------------------------------
+
+
+def _target_config(targets: dict) -> influence.InfluenceConfig:
+    """The InfluenceConfig that draws the same targets as the analysis (k_max plays no part)."""
+    return influence.InfluenceConfig(k_max=1, **targets)
+
+
+def last_token_losses(model, contexts: np.ndarray, first: int, targets: np.ndarray, batch_size: int) -> np.ndarray:
+    """CE (float64 [n]) of ``targets`` given ``contexts[:, first:]`` at their original position IDs."""
+    out = np.empty(len(targets), dtype=np.float64)
+    positions = torch.arange(first, contexts.shape[1])
+    with torch.inference_mode():
+        for start in range(0, len(targets), batch_size):
+            tokens = torch.as_tensor(contexts[start:start + batch_size, first:], dtype=torch.long)
+            logits = model(tokens, positions.expand_as(tokens), last_only=True).token_logits[:, -1].double()
+            y = torch.as_tensor(targets[start:start + batch_size], dtype=torch.long)
+            out[start:start + len(tokens)] = F.cross_entropy(logits, y, reduction="none").numpy()
+    return out
+
+
+def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Path, targets_out: Path, *,
+                   rule: str = "language_eval", threads: int | None = None,
+                   progress: Callable[[str], None] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Loss by position (0..eval_length-1) over held-out windows, and the losses on the analysed
+    targets, of the language model in ``model_dir``."""
+    say = _say(progress)
+    if threads:
+        torch.set_num_threads(threads)
+    model, description = load_model(model_dir)
+    frame = read_tokens(tokens, model.cfg.vocab_size)
+    windows = lm.document_windows(frame, spec["eval_length"] + 1, spec["windows"])
+    losses = lm.position_losses(model, windows, spec["batch_size"])  # [n, eval_length]
+    n = len(windows)
+    se = (losses.std(dim=0) / n ** 0.5).tolist() if n > 1 else [None] * losses.shape[1]
+    by_position = pl.DataFrame({
+        "model": pl.Series([description["variant"]] * losses.shape[1], dtype=pl.String),
+        "scheme": pl.Series([description["scheme"]] * losses.shape[1], dtype=pl.String),
+        "train_context": pl.Series([description["context"]] * losses.shape[1], dtype=pl.Int64),
+        "position": pl.Series(range(losses.shape[1]), dtype=pl.Int32),
+        "windows": pl.Series([n] * losses.shape[1], dtype=pl.Int64),
+        "loss": pl.Series(losses.mean(dim=0).tolist(), dtype=pl.Float64),
+        "loss_se": pl.Series(se, dtype=pl.Float64),
+    })
+    cfg = _target_config(spec["targets"])
+    targets = influence.select_targets(frame, cfg)
+    contexts, _ = datasets.padded(targets["context"])
+    answers = targets["target"].to_numpy().astype(np.int64)
+    target_losses = pl.DataFrame({
+        "model": pl.Series([description["variant"]] * targets.height, dtype=pl.String),
+        "doc": targets["doc"], "t": targets["t"],
+        "long_loss": last_token_losses(model, contexts, 0, answers, spec["batch_size"]),
+        "short_loss": last_token_losses(model, contexts, cfg.far, answers, spec["batch_size"]),
+    })
+    record = build_record(rule, "language_eval", spec, inputs={"model": Path(model_dir) / "model.safetensors",
+                                                               "tokens": tokens},
+                          seeds={"train_seed": description["seed"], "target_seed": cfg.seed})
+    datasets.write(by_position, positions_out, LossByPositionSchema, record)
+    datasets.write(target_losses, targets_out, TargetLossSchema, record)
+    say(f"{description['variant']}: loss at position 0 {by_position['loss'][0]:.3f}, at "
+        f"{losses.shape[1] - 1} {by_position['loss'][-1]:.3f} ({n} windows); mean target loss "
+        f"{target_losses['long_loss'].mean():.3f} (long) {target_losses['short_loss'].mean():.3f} (short)")
+    return by_position, target_losses
+
+
+# --- the influential-token analysis -----------------------------------------------------------------
+
+
+def decoder_logits_fn(model) -> influence.LogitsFn:
+    """Our Decoder as an influence LogitsFn: logits of the last position only."""
+    return lambda tokens, position_ids: model(tokens, position_ids, last_only=True).token_logits
+
+
+def load_hf_model(folder: Path):
+    """A local Hugging Face causal LM folder (config.json + weights), in eval mode, no network."""
+    try:
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        raise RuntimeError("analysing a Hugging Face model needs transformers: pip install -e '.[hf]'") from None
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder}: not a Hugging Face model folder (no config.json)")
+    return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
+
+
+def hf_weight_files(folder: Path) -> list[Path]:
+    """The weight files of a Hugging Face model folder (for provenance hashes), sorted."""
+    folder = Path(folder)
+    return sorted(p for pattern in ("*.safetensors", "*.bin") for p in folder.glob(pattern))
+
+
+def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = None, hf_model: Path | None = None,
+            rule: str = "language_influence", threads: int | None = None,
+            progress: Callable[[str], None] | None = None) -> pl.DataFrame:
+    """Influential tokens of the targets drawn from ``tokens`` (see :mod:`pipeline_src.influence`),
+    with our model in ``model_dir`` or the Hugging Face model in ``hf_model`` (exactly one)."""
+    say = _say(progress)
+    if (model_dir is None) == (hf_model is None):
+        raise ValueError("analyse needs exactly one of model_dir (ours) and hf_model (a Hugging Face folder)")
+    if threads:
+        torch.set_num_threads(threads)
+    cfg = influence.InfluenceConfig.from_dict({k: v for k, v in spec.items() if k != "hf_model"})
+    if hf_model is not None:
+        model = load_hf_model(hf_model)
+        vocab_size, logits_fn = model.config.vocab_size, influence.hf_logits_fn(model)
+        inputs = {"hf_config": Path(hf_model) / "config.json",
+                  **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(hf_model))}}
+        seeds = {"target_seed": cfg.seed}
+    else:
+        model, description = load_model(model_dir)
+        vocab_size, logits_fn = model.cfg.vocab_size, decoder_logits_fn(model)
+        inputs = {"model": Path(model_dir) / "model.safetensors"}
+        seeds = {"train_seed": description["seed"], "target_seed": cfg.seed}
+    try:
+        frame = read_tokens(tokens, vocab_size)
+    except datasets.DataError as err:
+        raise datasets.DataError(f"{err}\n(the token IDs must be below the model's vocabulary size {vocab_size}: "
+                                 "build the token stream with the model's own tokenizer.json)") from None
+    targets = influence.select_targets(frame, cfg)
+    result = influence.influential_tokens(None, targets, cfg, logits_fn=logits_fn,
+                                          progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
+    record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds)
+    if hf_model is not None:
+        import transformers
+
+        record["hf_model"] = {"path": str(hf_model), "transformers": transformers.__version__,
+                              "architecture": type(model).__name__}
+    datasets.write(result, out, influence.influence_schema(cfg), record)
+    summary = influence.recovered_gain(result, gain_threshold=0.0, n_boot=1)
+    say(f"{result.height} targets; mean L_long {result['long_loss'].mean():.3f}, L_short "
+        f"{result['short_loss'].mean():.3f}; median recovered fraction (gain > 0) by k: "
+        f"{[round(x, 3) for x in summary['median'].to_list()]}")
+    return result

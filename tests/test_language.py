@@ -1,0 +1,254 @@
+"""The natural-language chain (SPEC 6): config -> specs, corpus (c4 shards, jsonl) -> tokenizer ->
+token stream through the CLI, language-model training through the shared trainer (held-out loss,
+resume), loss by position, the influence analysis with our model and a local Hugging Face model."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import polars as pl
+import pytest
+import torch
+import yaml
+from click.testing import CliRunner
+from safetensors.torch import load_file
+
+from pipeline_src import config as jobs
+from pipeline_src import language_config as lang
+from pipeline_src.canonical import canonical_json, sha256_file
+from pipeline_src.cli import main
+from pipeline_src.language import analyse, build_corpus, evaluate_model
+from pipeline_src.provenance import format_trace, read_record, trace
+from pipeline_src.tokenizer import read_tokens
+from pipeline_src.train import train
+from tests.test_corpus import write_shard
+from tests.test_tokenizer import SENTENCES
+
+REPO = Path(__file__).resolve().parents[1]
+quiet = {"progress": lambda line: None}
+
+
+def merged(base: dict, override: dict) -> dict:
+    """Snakemake's --configfile merge: nested keys one by one, everything else replaced."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+SMOKE = merged(DEFAULT, yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()))
+SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+
+
+def documents(n: int = 48) -> list[str]:
+    """Documents of 6 to 17 sentences (about 60 to 200 tokens at a 300-token vocabulary)."""
+    return [" ".join(SENTENCES[(i * 5 + j) % len(SENTENCES)] for j in range(6 + i % 12)) + f" End {i}."
+            for i in range(n)]
+
+
+def tiny_config(**language) -> dict:
+    """The smoke config with a tiny language section over a jsonl corpus at ``path``."""
+    config = copy.deepcopy(SMOKE)
+    section = config["language"]
+    section.update(context=16, local=8, seed=1)
+    section["tokenizer"]["vocab_size"] = 300
+    section["corpus"].update(source="jsonl", max_docs=None, heldout_fraction=0.25)
+    section["train"].update(steps=6, batch_size=4, warmup_steps=2, log_every=3, checkpoint_every=3)
+    section["heldout"].update(every=3, windows=4)
+    section["pose"].update(eval_windows=4)
+    section["analysis"].update(n_targets=6, k_max=2, batch_size=16)
+    for key, value in language.items():
+        section[key] = merged(section[key], value) if isinstance(value, dict) else value
+    return config
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    """A jsonl corpus -> tokenizer.json and tokens.parquet through build_corpus; with its config."""
+    folder = tmp_path_factory.mktemp("language")
+    corpus_file = folder / "docs.jsonl"
+    corpus_file.write_text("".join(json.dumps({"text": doc}) + "\n" for doc in documents()))
+    config = tiny_config(corpus={"path": str(corpus_file)})
+    jobs.check(config)
+    build_corpus(lang.corpus_spec(config), folder / "tokenizer.json", folder / "tokens.parquet", **quiet)
+    return config, folder
+
+
+# --- config ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [DEFAULT, SMOKE, merged(DEFAULT, yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))],
+                         ids=["default", "smoke", "paper"])
+def test_shipped_configs_pass_schema_and_checks(config):
+    jsonschema.validate(config, SCHEMA)
+    lang.check(config)  # (the paper config's task sections are another test's business)
+    assert lang.models(config) == ["main", "short_rope", "short_pose"]
+    assert lang.figures(config) == ["figure4", "language_pose"]
+    assert "language" not in jobs.tasks(config)
+
+
+def test_specs_hold_only_the_fields_each_job_uses():
+    config = copy.deepcopy(DEFAULT)
+    main_spec, pose_spec = lang.train_spec(config, "main"), lang.train_spec(config, "short_pose")
+    assert (main_spec["scheme"], main_spec["context"]) == ("rope", 128)
+    assert (pose_spec["scheme"], pose_spec["context"], pose_spec["positions"]) == (
+        "rope_pose", 64, {"pose_chunks": 2, "target_length": 128})
+    assert main_spec["positions"]["pose_chunks"] is None  # editing it retrains only short_pose
+    for field in lang.UNUSED_TRAIN_FIELDS:
+        assert field not in main_spec["train"]
+    assert lang.eval_spec(config)["eval_length"] == 256
+    assert "c4_split" not in lang.corpus_spec(config)["corpus"]  # the default source reads no shards
+    config["language"]["tokenizer"]["path"] = "tok/tokenizer.json"
+    assert lang.corpus_spec(config)["tokenizer"] == {"path": "tok/tokenizer.json"}
+    config["language"]["pose"]["enabled"] = False
+    assert lang.models(config) == ["main"] and lang.figures(config) == ["figure4"]
+    config["tasks"] = ["sparse_parity"]
+    assert lang.models(config) == [] and lang.figures(config) == []
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"local": 128}, "language.local=128"),
+    ({"analysis": {"k_max": 65}}, "language.analysis.k_max=65"),
+    ({"corpus": {"source": "c4"}}, "language.corpus.path is required"),
+    ({"corpus": {"path": "x"}}, "language.corpus.path must be null"),
+    ({"pose": {"target_length": 64}}, "language.pose.target_length=64"),
+    ({"model": {"n_head": 3}}, "language.model.d_model=128"),
+])
+def test_inconsistent_language_configs_name_the_field(changes, message):
+    config = copy.deepcopy(DEFAULT)
+    for key, value in changes.items():
+        config["language"][key] = merged(config["language"][key], value) if isinstance(value, dict) else value
+    with pytest.raises(jobs.ConfigError, match=message.replace(".", r"\.")):
+        jobs.check(config)
+
+
+# --- corpus -> tokenizer -> token stream ----------------------------------------------------------
+
+
+def test_c4_shards_in_a_folder_run_through_the_cli(tmp_path):
+    folder = tmp_path / "c4" / "en"
+    folder.mkdir(parents=True)
+    docs = documents(40)
+    write_shard(folder, "c4-train.00001-of-01024.json.gz", docs[20:], start=20)
+    write_shard(folder, "c4-train.00000-of-01024.json.gz", docs[:20])
+    write_shard(folder, "c4-validation.00000-of-00008.json.gz", ["not read"])
+    config = tiny_config(corpus={"source": "c4", "path": str(folder)})
+    jobs.check(config)
+    assert lang.corpus_inputs(config) == [str(folder / f"c4-train.0000{i}-of-01024.json.gz") for i in (0, 1)]
+    spec = lang.corpus_spec(config)
+    assert spec["corpus"]["c4_split"] == "train"
+    out = tmp_path / "out"
+    done = CliRunner().invoke(main, ["corpus", "--rule", "test", "--spec", canonical_json(spec),
+                                     "--tokenizer-out", str(out / "tokenizer.json"),
+                                     "--tokens-out", str(out / "tokens.parquet")])
+    assert done.exit_code == 0, done.output
+    tokens = read_tokens(out / "tokens.parquet", 300)
+    assert tokens.height == 40 and set(tokens["split"]) == {"train", "heldout"}
+    record = read_record(out / "tokens.parquet")
+    assert record["corpus"]["source"] == "c4" and record["corpus"]["n_documents"] == 40
+    assert [f["sha256"] for f in record["corpus"]["files"]] == [sha256_file(p) for p in lang.corpus_inputs(config)]
+    assert read_record(out / "tokenizer.json")["config_hash"] == record["config_hash"]
+    assert "corpus c4: 40 documents from 2 files" in format_trace(trace(out / "tokens.parquet"))
+
+
+def test_missing_corpus_folder_is_a_clear_cli_error(tmp_path):
+    spec = lang.corpus_spec(tiny_config(corpus={"source": "c4", "path": str(tmp_path / "nowhere")}))
+    done = CliRunner().invoke(main, ["corpus", "--spec", canonical_json(spec), "--tokenizer-out",
+                                     str(tmp_path / "t.json"), "--tokens-out", str(tmp_path / "t.parquet")])
+    assert done.exit_code != 0 and "nowhere: not a folder of c4 shards" in done.output
+
+
+# --- language models through the shared trainer --------------------------------------------------
+
+
+def test_language_model_trains_logs_heldout_loss_and_resumes(stream, tmp_path):
+    config, folder = stream
+    spec = lang.train_spec(config, "short_pose")
+    args = (spec, folder / "tokens.parquet")
+    summary = train(*args, tmp_path / "straight", tokenizer=folder / "tokenizer.json", **quiet)
+    heldout = pl.read_parquet(tmp_path / "straight" / "heldout_log.parquet")
+    assert heldout["step"].to_list() == [3, 6] and (heldout["heldout_tokens"] == 4 * 8).all()
+    assert summary["final_heldout_loss"] == heldout["heldout_loss"][-1] > 0
+    description = json.loads((tmp_path / "straight" / "model.json").read_text())
+    assert description["model_config"]["vocab_size"] == 300 and description["context"] == 8
+    assert read_record(tmp_path / "straight" / "model.safetensors")["code"]["stage"] == "language_train"
+
+    assert train(*args, tmp_path / "resumed", tokenizer=folder / "tokenizer.json", stop_at_step=5,
+                 **quiet) == {"stopped_at": 5}
+    train(*args, tmp_path / "resumed", tokenizer=folder / "tokenizer.json", **quiet)
+    straight, resumed = load_file(tmp_path / "straight" / "model.safetensors"), load_file(
+        tmp_path / "resumed" / "model.safetensors")
+    assert all(torch.equal(straight[name], resumed[name]) for name in straight)
+    assert pl.read_parquet(tmp_path / "resumed" / "heldout_log.parquet").equals(heldout)
+
+
+def test_language_model_needs_its_tokenizer(stream, tmp_path):
+    config, folder = stream
+    with pytest.raises(ValueError, match="tokenizer"):
+        train(lang.train_spec(config, "main"), folder / "tokens.parquet", tmp_path / "m", **quiet)
+
+
+@pytest.fixture(scope="module")
+def main_model(stream):
+    config, folder = stream
+    train(lang.train_spec(config, "main"), folder / "tokens.parquet", folder / "main",
+          tokenizer=folder / "tokenizer.json", **quiet)
+    return folder / "main"
+
+
+def test_loss_by_position_and_target_losses(stream, main_model, tmp_path):
+    config, folder = stream
+    spec = lang.eval_spec(config)
+    by_position, targets = evaluate_model(spec, main_model, folder / "tokens.parquet", tmp_path / "p.parquet",
+                                          tmp_path / "t.parquet", **quiet)
+    assert by_position["position"].to_list() == list(range(32)) and (by_position["model"] == "main").all()
+    assert targets.height == 6
+    analysed = analyse(lang.influence_spec(config), folder / "tokens.parquet", tmp_path / "i.parquet",
+                       model_dir=main_model, **quiet)
+    # the same targets, and the same long and short losses as the influence analysis
+    joined = targets.join(analysed, on=["doc", "t"], suffix="_influence")
+    assert joined.height == 6
+    for column in ("long_loss", "short_loss"):
+        assert (joined[column] - joined[f"{column}_influence"]).abs().max() < 1e-5
+
+
+def test_hugging_face_model_folder_is_analysed_like_ours(stream, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config, folder = stream
+    torch.manual_seed(0)
+    hf = transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
+        vocab_size=300, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=64))
+    hf.save_pretrained(tmp_path / "hf")
+    spec = {**lang.influence_spec(config), "hf_model": str(tmp_path / "hf")}
+    done = CliRunner().invoke(main, ["influence", "--spec", canonical_json(spec), "--hf-model", str(tmp_path / "hf"),
+                                     "--tokens", str(folder / "tokens.parquet"), "--out", str(tmp_path / "i.parquet")])
+    assert done.exit_code == 0, done.output
+    result = pl.read_parquet(tmp_path / "i.parquet")
+    assert result.height == 6 and result["chosen"].list.len().to_list() == [2] * 6
+    record = read_record(tmp_path / "i.parquet")
+    assert record["hf_model"]["architecture"] == "GPTNeoXForCausalLM"
+    assert {"hf_config", "hf_weights0"} <= set(record["inputs"])
+    # L_long of the first target, computed directly with the Hugging Face model
+    tokens = read_tokens(folder / "tokens.parquet", 300)
+    doc, t = result["doc"][0], result["t"][0]
+    sequence = tokens.filter(pl.col("doc") == doc)["tokens"][0].to_list()
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor([sequence[t - 16:t]]), position_ids=torch.arange(16)[None]).logits
+    direct = torch.nn.functional.cross_entropy(logits[0, -1:].double(), torch.tensor([sequence[t]])).item()
+    assert result["long_loss"][0] == pytest.approx(direct, abs=1e-5)
+
+
+def test_hf_model_with_a_smaller_vocabulary_is_a_clear_error(stream, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    config, folder = stream
+    transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    ).save_pretrained(tmp_path / "hf")
+    with pytest.raises(ValueError, match="vocabulary size 100"):
+        analyse(lang.influence_spec(config), folder / "tokens.parquet", tmp_path / "i.parquet",
+                hf_model=tmp_path / "hf", **quiet)

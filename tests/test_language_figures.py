@@ -1,0 +1,98 @@
+"""Figure 4 and our PoSE figure render from small hand-made tables, with provenance; the
+tokens-needed rule behind the PoSE figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline_src import datasets, influence
+from pipeline_src.figures import figure4, language_pose
+from pipeline_src.language_schemas import LossByPositionSchema, TargetLossSchema
+from pipeline_src.provenance import build_record, read_record
+
+SPEC = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
+
+
+def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    long = rng.uniform(0.5, 4.0, n)
+    short = long + rng.exponential(1.0, n)
+    recovered = np.sort(rng.uniform(0, 1, (n, 3)), axis=1)  # more tokens recover more
+    sparse = short[:, None] - recovered * (short - long)[:, None]
+    return pl.DataFrame({
+        "doc": pl.Series(np.arange(n) // 4, dtype=pl.Int64),
+        "t": pl.Series(16 + np.arange(n) % 4, dtype=pl.Int32),
+        "target": pl.Series(rng.integers(0, 50, n), dtype=pl.Int32),
+        "long_loss": long, "short_loss": short,
+        "sparse_loss": pl.Series(sparse.tolist(), dtype=pl.List(pl.Float64)),
+        "chosen": pl.Series([rng.permutation(8)[:3].tolist() for _ in range(n)], dtype=pl.List(pl.Int32)),
+        "key_token": pl.Series(influence.key_token(long, short), dtype=pl.Boolean),
+    })
+
+
+def write(frame, path, schema):
+    datasets.write(frame, path, schema, build_record("test", "language_eval", {}))
+    return path
+
+
+@pytest.fixture
+def tables(tmp_path):
+    cfg = influence.InfluenceConfig(context=16, local=8, k_max=3)
+    analysed = influence_frame()
+    paths = [write(analysed, tmp_path / "influence.parquet", influence.influence_schema(cfg))]
+    rng = np.random.default_rng(1)
+    for model, scheme, context in (("main", "rope", 16), ("short_rope", "rope", 8), ("short_pose", "rope_pose", 8)):
+        by_position = pl.DataFrame({
+            "model": [model] * 32, "scheme": [scheme] * 32, "train_context": pl.Series([context] * 32, dtype=pl.Int64),
+            "position": pl.Series(range(32), dtype=pl.Int32), "windows": pl.Series([5] * 32, dtype=pl.Int64),
+            "loss": 4.0 - np.log1p(np.arange(32)) / 4 + rng.uniform(0, 0.1, 32),
+            "loss_se": pl.Series([0.05] * 31 + [None], dtype=pl.Float64)})
+        paths.append(write(by_position, tmp_path / f"{model}_p.parquet", LossByPositionSchema))
+        targets = analysed.select("doc", "t", "long_loss", "short_loss").with_columns(
+            model=pl.lit(model), long_loss=pl.col("long_loss") + rng.uniform(0, 0.5, analysed.height))
+        paths.append(write(targets.select("model", "doc", "t", "long_loss", "short_loss"),
+                           tmp_path / f"{model}_t.parquet", TargetLossSchema))
+    return paths
+
+
+@pytest.mark.parametrize("plot", ["hexbin", "scatter"])
+def test_figure4_renders_with_provenance(tables, tmp_path, plot):
+    outputs = [tmp_path / "figure4.png", tmp_path / "figure4.pdf"]
+    figure4.plot({**SPEC, "plot": plot}, tables[:1], outputs)
+    for path in outputs:
+        assert path.stat().st_size > 1000
+        assert read_record(path)["code"]["stage"] == "language_figures"
+
+
+def test_figure4_without_targets_above_the_threshold_still_renders(tables, tmp_path):
+    figure4.plot({**SPEC, "plot": "scatter", "gain_threshold": 100.0}, tables[:1], [tmp_path / "f.png"])
+    assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_pose_figure_renders_from_inputs_in_any_order(tables, tmp_path):
+    spec = {**SPEC, "recover_fraction": 0.8, "short_context": 8, "target_length": 16}
+    outputs = [tmp_path / "pose.png", tmp_path / "pose.pdf"]
+    language_pose.plot(spec, list(reversed(tables)), outputs)
+    assert all(path.stat().st_size > 1000 for path in outputs)
+    by_position, targets, analysed = language_pose.read_inputs(tables, spec)
+    table = language_pose.pose_gain_by_tokens_needed(targets, analysed, spec)
+    assert table.height == int(((analysed["short_loss"] - analysed["long_loss"]) > 0.5).sum())
+    assert set(table["needed"].to_list()) <= {1, 2, 3, 4}
+
+
+def test_pose_figure_needs_every_kind_of_table(tables, tmp_path):
+    with pytest.raises(ValueError, match="needs loss-by-position"):
+        language_pose.plot({**SPEC, "recover_fraction": 0.8, "short_context": 8, "target_length": 16},
+                           tables[:1], [tmp_path / "x.png"])
+
+
+def test_tokens_needed():
+    frame = pl.DataFrame({"long_loss": [0.0, 0.0, 1.0], "short_loss": [4.0, 4.0, 1.0],
+                          "sparse_loss": [[1.0, 0.5], [3.5, 3.0], [1.0, 1.0]]})
+    # recovered fractions: [0.75, 0.875], [0.125, 0.25], zero gain (undefined)
+    assert influence.tokens_needed(frame, 0.8).tolist() == [2, 3, 3]
+    assert influence.tokens_needed(frame, 0.7).tolist() == [1, 3, 3]
+    with pytest.raises(influence.InfluenceError, match="fraction"):
+        influence.tokens_needed(frame, 0.0)
