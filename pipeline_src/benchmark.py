@@ -273,3 +273,17 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
         "speedup": reference_s / batched_s,
         "same_choices": batched["chosen"].to_list() == reference["chosen"].to_list(),
     }
+
+
+def format_influence_report(result: dict) -> str:
+    """Readable multi-line summary of an :func:`influence_benchmark` result."""
+    c = result["config"]
+    return "\n".join([
+        f"Influential-token analysis benchmark (greedy, torch {torch.__version__}, {result['threads']} threads)",
+        f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, rope",
+        f"  {c['n_targets']} targets, Lbar={c['context']}, L={c['local']}, k_max={c['k_max']}, "
+        f"batch {c['batch_size']}",
+        f"  batched:              {result['batched_seconds']:.2f} s",
+        f"  one candidate a time: {result['reference_seconds']:.2f} s",
+        f"  speed-up (batched / one at a time): {result['speedup']:.1f}x; same choices: {result['same_choices']}",
+    ])

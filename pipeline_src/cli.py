@@ -204,12 +204,22 @@ def provenance(artifact: Path, as_json: bool, with_config: bool) -> None:
 @click.option("--decode", is_flag=True,
               help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
 @click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
+@click.option("--influence", "influence_targets", type=click.IntRange(min=1), default=None,
+              help="Instead: the influential-token analysis of this many targets (Lbar 128, L 64, "
+                   "k_max 4), batched vs one candidate at a time.")
 def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
-              decode_length) -> None:
+              decode_length, influence_targets) -> None:
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
-    FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding."""
-    from .benchmark import decode_benchmark, format_decode_report, format_report, run_benchmark
+    FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
+    --influence N, the speed ratio of the batched influential-token analysis to one candidate at a time."""
+    from .benchmark import (decode_benchmark, format_decode_report, format_influence_report, format_report,
+                            influence_benchmark, run_benchmark)
 
+    if influence_targets is not None:
+        click.echo(format_influence_report(influence_benchmark(
+            n_targets=influence_targets, d_model=d_model, n_layer=n_layer, n_head=n_head,
+            batch_size=batch_size, threads=threads)))
+        return
     if decode:
         click.echo(format_decode_report(decode_benchmark(length=decode_length, batch_size=batch_size,
                                                          d_model=d_model, n_layer=n_layer, n_head=n_head,

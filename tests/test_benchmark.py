@@ -25,3 +25,14 @@ def test_cli_decode_benchmark_prints_the_speed_ratio():
                                      "--d-model", "16", "--n-layer", "1", "--n-head", "2"])
     assert done.exit_code == 0, done.output
     assert "speed-up (cache / re-forward)" in done.output and "identical outputs: True" in done.output
+
+
+def test_cli_influence_benchmark_prints_the_speed_ratio():
+    from click.testing import CliRunner
+
+    from pipeline_src.cli import main
+
+    done = CliRunner().invoke(main, ["benchmark", "--influence", "1", "--d-model", "16", "--n-layer", "1",
+                                     "--n-head", "2", "--batch-size", "64", "--threads", "1"])
+    assert done.exit_code == 0, done.output
+    assert "speed-up (batched / one at a time)" in done.output and "same choices: True" in done.output
