@@ -111,6 +111,6 @@ def merged(base: dict, override: dict) -> dict:
     return out
 
 
-@pytest.mark.parametrize("name", ["smoke.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["smoke.yaml", "mid.yaml", "paper.yaml"])
 def test_shipped_scale_configs_pass_the_cross_field_checks(name):
     jobs.check(merged(DEFAULT, yaml.safe_load((REPO / "config" / name).read_text())))
