@@ -31,6 +31,8 @@ def _spec(ctx, param, value: str) -> dict:
 SPEC = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
 RULE = click.option("--rule", default="manual", show_default=True, help="Rule name recorded in provenance.")
 THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads.")
+MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+                         help="A trained model's folder (model.safetensors, model.json).")
 
 
 @click.group()
@@ -97,7 +99,7 @@ def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None
 @SPEC
 @RULE
 @THREADS
-@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@MODEL_DIR
 @click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out-positions", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--out-targets", type=click.Path(dir_okay=False, path_type=Path), required=True)
@@ -134,7 +136,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 @SPEC
 @RULE
 @THREADS
-@click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True)
+@MODEL_DIR
 @click.option("--eval-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path) -> None:
