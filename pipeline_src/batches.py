@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import polars as pl
 import torch
@@ -45,6 +45,10 @@ class TrainingBatch:
     targets: torch.Tensor  # [B, T] tokens 1..L-1 (the next token at each input position)
     loss_mask: torch.Tensor  # [B, T] bool: True where the target is a response token
     lengths: torch.Tensor  # [B] real input tokens per row
+
+    def to(self, device: torch.device) -> "TrainingBatch":
+        """The same batch with every tensor on ``device`` (the same tensors where they already are)."""
+        return TrainingBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
 
 def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int) -> TrainingBatch:

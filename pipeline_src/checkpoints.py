@@ -4,14 +4,16 @@ describing the model, and the resumable training state."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from .atomic import replacing, write_text
 from .model import Decoder, ModelConfig
-from .provenance import attach, write_sidecar
+from .provenance import attach, sidecar_path, write_sidecar
+
+RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")
 
 
 class CheckpointError(RuntimeError):
@@ -19,12 +21,14 @@ class CheckpointError(RuntimeError):
 
 
 def save_model(model: Decoder, out_dir: Path, description: dict, record: dict) -> None:
-    """Write ``model.safetensors`` (+ sidecar) and ``model.json`` (config, task, scheme, vocab)."""
+    """Write ``model.safetensors`` (+ sidecar) and ``model.json`` (config, task, scheme, vocab); the
+    weights are written from CPU copies wherever the model is."""
     out_dir = Path(out_dir)
-    tensors = {name: t.detach().contiguous() for name, t in model.state_dict().items()}
+    tensors = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}  # from any device
     attach(out_dir / "model.safetensors", record, lambda tmp, meta: save_file(tensors, tmp, metadata=meta))
     body = {**description, "model_config": model.cfg.to_dict()}
-    _write_json(out_dir / "model.json", body)
+    sidecar_path(out_dir / "model.json").unlink(missing_ok=True)  # never pair the new file with an old record
+    write_text(out_dir / "model.json", json.dumps(body, indent=2, sort_keys=True) + "\n")
     write_sidecar(out_dir / "model.json", record)
 
 
@@ -46,24 +50,24 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
 
 
 def save_state(path: Path, state: dict) -> None:
-    """Atomically write the resumable training state."""
-    tmp = path.with_name(f".{path.name}.partial")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    """Atomically write the resumable training state (a kill mid-write keeps the previous one)."""
+    with replacing(path) as tmp:
+        torch.save(state, tmp)
 
 
 def load_state(path: Path, expected_hash: str) -> dict:
+    """The resumable training state in ``path``, checked to be complete and made for the config
+    whose hash is ``expected_hash``; anything else is a :class:`CheckpointError` naming the file
+    (never a silent restart that would overwrite it)."""
     try:
-        state = torch.load(path, weights_only=False)
-    except Exception as err:  # truncated or foreign file
+        state = torch.load(path, map_location="cpu", weights_only=True)  # resumable on any device
+    except Exception as err:  # truncated, foreign or not a checkpoint at all
         raise CheckpointError(f"{path}: unreadable resume checkpoint ({err}); delete it to start over") from None
-    if state.get("config_hash") != expected_hash:
+    missing = [key for key in RESUME_KEYS if key not in state] if isinstance(state, dict) else list(RESUME_KEYS)
+    if missing:
+        raise CheckpointError(f"{path}: not a resume checkpoint of this trainer (missing {', '.join(missing)}); "
+                              "delete it to start over")
+    if state["config_hash"] != expected_hash:
         raise CheckpointError(f"{path}: resume checkpoint of another config "
-                              f"({state.get('config_hash')} != {expected_hash}); delete it to start over")
+                              f"({state['config_hash']} != {expected_hash}); delete it to start over")
     return state
-
-
-def _write_json(path: Path, body: dict) -> None:
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)

@@ -7,6 +7,7 @@ pipeline.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import sys
@@ -33,6 +34,17 @@ RULE = click.option("--rule", default="manual", show_default=True, help="Rule na
 THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads.")
 MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
                          help="A trained model's folder (model.safetensors, model.json).")
+
+
+@contextlib.contextmanager
+def _device_errors():
+    """A device setting this machine cannot honour (``device: cuda`` without CUDA) as a clean CLI error."""
+    from .device import DeviceError
+
+    try:
+        yield
+    except DeviceError as err:
+        raise click.ClickException(str(err)) from None
 
 
 @click.group()
@@ -70,9 +82,15 @@ def generate(spec: dict, rule: str, out: Path) -> None:
 def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path, tokenizer: Path | None) -> None:
     """Train one cell (or, with task "language", a language model on a token stream); resumes from
     its last checkpoint in OUT_DIR if one exists."""
+    from .checkpoints import CheckpointError
+    from .device import DeviceError
+    from .train import TrainingDiverged
     from .train import train as run
 
-    summary = run(spec, train_data, out_dir, rule=rule, threads=threads, tokenizer=tokenizer)
+    try:
+        summary = run(spec, train_data, out_dir, rule=rule, threads=threads, tokenizer=tokenizer)
+    except (CheckpointError, DeviceError, TrainingDiverged) as err:
+        raise click.ClickException(str(err)) from None
     click.echo(json.dumps(summary), err=True)
 
 
@@ -108,7 +126,8 @@ def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens:
     """A language model's held-out loss by position, and its losses on the analysed targets."""
     from .language import evaluate_model
 
-    evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
+    with _device_errors():
+        evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
 
 
 @main.command()
@@ -129,7 +148,8 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 
     if (model_dir is None) == (hf_model is None):
         raise click.UsageError("give exactly one of --model-dir and --hf-model")
-    analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
+    with _device_errors():
+        analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
 
 
 @main.command()
@@ -143,7 +163,8 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
     """Sweep every evaluation cell with one trained model."""
     from .evaluate import evaluate as run
 
-    run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
+    with _device_errors():
+        run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
 
 
 @main.command()
@@ -182,16 +203,80 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
 @click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the full chain as JSON.")
 @click.option("--config", "with_config", is_flag=True, help="Print each artifact's config subset too.")
-def provenance(artifact: Path, as_json: bool, with_config: bool) -> None:
+@click.option("--verify", is_flag=True,
+              help="Instead: re-hash ARTIFACT and every upstream file of its chain; name each one changed "
+                   "(its SHA-256 differs from the one recorded by its consumer or its own sidecar) or missing. "
+                   "Exit status 1 if any, else print 'all N artifacts verified'.")
+def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -> None:
     """Trace ARTIFACT back through every input to its configs, seeds, code version and dataset hashes.
 
+    With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
     from .provenance import format_trace, trace
 
+    if verify:
+        if as_json or with_config:
+            raise click.UsageError("--verify prints a report of its own: drop --json and --config")
+        _verify(artifact)
+        return
     chain = trace(artifact)
     if "missing" in chain:
         raise click.ClickException(chain["missing"])
     click.echo(json.dumps(chain, indent=2) if as_json else format_trace(chain, with_config))
+
+
+@main.command()
+@click.option("--configfile", "configfiles", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Config file merged over config/config.yaml, as with snakemake --configfile; repeat for "
+                   "several (later ones win).")
+@click.option("--task", "tasks", multiple=True,
+              help="Only these tasks (repeatable); default: every synthetic task of the config.")
+def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
+    """Print every experiment cell of the config (task, variant, scheme, seed) with its state and
+    headline accuracy, one aligned row per cell. Run it from the pipeline's working directory.
+    (The natural-language analysis is not listed.)
+
+    \b
+    States:
+      done     results/eval/.../accuracy.parquet exists and every job of its chain (datasets,
+               training, evaluation) recorded the config subset and code digest the current
+               config and sources give: Snakemake would not rerun it.
+      stale    the table exists but Snakemake would remake it: the note names the job whose
+               config (first differing fields) or code changed, a missing output, or an input
+               remade after the job that read it.
+      missing  no accuracy table (the note says how far the chain got).
+
+    \b
+    Metric columns (mean over k_test, for done and stale cells):
+      metric         answer (answer token); exact_match for parity and variable assignment
+                     with a scratchpad
+      acc@train_max  accuracy at the longest evaluated length within the training lengths
+      acc@longest    accuracy at the longest evaluated length
+    Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`."""
+    from .status import StatusError, config_status, format_status, load_config
+
+    try:
+        config = load_config(configfiles)
+    except StatusError as err:
+        raise click.ClickException(str(err)) from None
+    from .config import tasks as synthetic_tasks
+
+    unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
+    if unknown:
+        raise click.BadParameter(f"not synthetic tasks of this config: {', '.join(unknown)}", param_hint="--task")
+    click.echo(format_status(config_status(config, list(tasks) or None)))
+
+
+def _verify(artifact: Path) -> None:
+    from .verify import format_verification, verify
+
+    try:
+        result = verify(artifact)
+    except FileNotFoundError as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(format_verification(result))
+    if not result.ok:
+        raise click.exceptions.Exit(1)
 
 
 @main.command()

@@ -15,7 +15,10 @@ A task's section trains one model per (variant, scheme, seed). A *variant* is on
 from __future__ import annotations
 
 import itertools
+import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import language_config
 from .schemes import get_scheme
@@ -44,6 +47,11 @@ LAYOUTS = {
     "variable_assignment": Layout(False, ("scratchpad", "direct"), ("n_vars", "n_min", "n_max", "d_max"),
                                   ("n_vars", "d_max")),
 }
+# Each training cell's names become folders under results/ (results/train/{task}/{scheme}/{variant}/
+# seed{seed}); the workflow's wildcard_constraints are these patterns. None admits "/" or "..", so no
+# config value can produce a path outside results/.
+PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
+DEVICE_DEFAULT = "auto"  # = pipeline_src.device.DEFAULT (not imported: this module stays free of torch)
 FIGURES = {  # figure name -> the task it shows
     "figure1": "sparse_parity",
     "figure2": "parity_scratchpad",
@@ -141,9 +149,26 @@ def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int
     return t.sequence_tokens(longest, params) - 1
 
 
+def device_setting(config: dict) -> str:
+    """The top-level ``device`` (auto, cpu or cuda; ``auto`` where absent). It enters every model
+    job's spec (training, evaluation, the language jobs), so changing it reruns those jobs: float
+    results differ between devices. It is resolved when the job starts (pipeline_src.device)."""
+    return config.get("device", DEVICE_DEFAULT)
+
+
+def gpus_per_model_job(config: dict) -> int:
+    """The ``gpu`` resource a model job (training, evaluation, language models) requests locally: 1
+    when the device setting will use CUDA, else 0. Decided without importing torch: ``auto`` counts
+    as CUDA when the NVIDIA driver lists a GPU and ``CUDA_VISIBLE_DEVICES`` does not hide them all."""
+    device = device_setting(config)
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1")
+    has_gpu = not hidden and any(Path("/proc/driver/nvidia/gpus").glob("*"))
+    return int(device == "cuda" or (device == "auto" and has_gpu))
+
+
 def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:
     section = config[task]
-    spec = {"task": task, "variant": variant, "scheme": scheme, "seed": seed,
+    spec = {"task": task, "variant": variant, "scheme": scheme, "seed": seed, "device": device_setting(config),
             "model": dict(section["model"]), "train": dict(section["train"]),
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
@@ -155,8 +180,10 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
 
 
 def eval_spec(config: dict, task: str) -> dict:
+    """Evaluation of one model: ``precision`` (the task's train.precision) sets bf16 autocast on CUDA."""
     ev = config[task]["eval"]
-    return {"batch_size": ev["batch_size"], "seed": ev["seed"]}
+    return {"batch_size": ev["batch_size"], "seed": ev["seed"], "device": device_setting(config),
+            "precision": config[task]["train"]["precision"]}
 
 
 def figure_spec(config: dict, figure: str) -> dict:
@@ -170,16 +197,39 @@ def figure_spec(config: dict, figure: str) -> dict:
 
 
 def check(config: dict) -> None:
-    """Cross-field checks the JSON schema cannot express; errors name the field."""
+    """Cross-field checks the JSON schema cannot express; errors name the field. Also (as the schema
+    does) rejects any name that could not be a results folder, should the schema be bypassed."""
+    known = [*LAYOUTS, language_config.LANGUAGE]
     for task in config["tasks"]:
+        if task not in known:
+            raise ConfigError(f"tasks lists unknown task {task!r}; known: {known}")
         if task not in config:
             raise ConfigError(f"tasks lists {task!r} but the config has no {task} section")
     for task in tasks(config):
+        _check_path_names(config, task)
         _check_task(config, task)
     try:
         language_config.check(config)
     except language_config.LanguageConfigError as err:
         raise ConfigError(str(err)) from None
+
+
+def _check_path_names(config: dict, task: str) -> None:
+    """Every scheme, variant and seed of ``task`` names a single folder (see PATH_PATTERNS)."""
+    section, by_k = config[task], LAYOUTS[task].by_k_train
+    for seed in section["seeds"]:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"{task}.seeds: {seed!r} is not an integer >= 0")
+    variants_field = f"{task}.k_train" if by_k else f"{task}.runs"
+    for cell in cells(config, task):
+        fields = {"variant": variants_field, "seed": f"{task}.seeds",
+                  "scheme": f"{task}.schemes" if by_k else f"{task}.runs.{cell['variant']}"}
+        for name, field in fields.items():
+            value = str(cell[name])
+            if not re.fullmatch(PATH_PATTERNS[name], value):
+                shown = value if name != "variant" or not by_k else value[1:]
+                raise ConfigError(f"{field}: {shown!r} cannot name a results folder "
+                                  f"(the {name} must match {PATH_PATTERNS[name]!r})")
 
 
 def _check_task(config: dict, task: str) -> None:

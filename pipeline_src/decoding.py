@@ -13,6 +13,9 @@ With ``use_cache=True`` the prompt is processed once and every later step
 forwards only the newest token against a :class:`~pipeline_src.model.KVCache`.
 ``use_cache=False`` is the reference implementation: a full forward over the
 prompt and everything generated so far at every step. Both give the same output.
+
+Decoding runs where the model is: the prompt (and any given response IDs) must be on the model's
+device, and the generated tokens and IDs stay there (the caller moves them to the CPU).
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ def _validate(model: Decoder, prompt: torch.Tensor, prompt_positions: torch.Tens
                          "must both be [B, P]")
     if prompt.shape[1] == 0:
         raise ValueError("the prompt must hold at least one token")
+    device = next(model.parameters()).device
+    given = {"prompt": prompt, "prompt_positions": prompt_positions, "response_positions": response_positions}
+    elsewhere = [f"{name} on {t.device}" for name, t in given.items() if t is not None and t.device != device]
+    if elsewhere:
+        raise ValueError(f"the model is on {device} but {', '.join(elsewhere)}: move them to the model's device")
     if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
     if response_positions is None:

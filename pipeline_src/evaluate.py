@@ -20,6 +20,11 @@ length R (a generation that stopped early counts its missing tokens as wrong):
 * ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
 
 Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`.
+
+Decoding runs on the device of ``spec["device"]`` (see :mod:`pipeline_src.device`), in bf16
+autocast on CUDA when ``spec["precision"]`` (the task's ``train.precision``) is ``bf16``; on the
+CPU always in fp32. Scoring and the written table use CPU tensors; the resolved device is recorded
+in the table's provenance.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from .accuracy_schema import METRICS, AccuracySchema
 from .batches import SequenceTable
 from .checkpoints import load_model
 from .decoding import greedy_decode
+from .device import describe_device, inference_autocast, resolve_device
 from .positions import eval_position_ids, get_scheme
 from .provenance import build_record
 from .stats import wilson_interval
@@ -45,12 +51,16 @@ MISSING = -1  # stands in for tokens and IDs a row did not generate
 
 
 def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, rule: str = "evaluate",
-             threads: int | None = None, progress: Callable[[str], None] | None = None) -> pl.DataFrame:
-    """Score the model of ``model_dir`` on every cell of ``eval_data``; write and return the table."""
+             threads: int | None = None, progress: Callable[[str], None] | None = None,
+             device: str | torch.device | None = None) -> pl.DataFrame:
+    """Score the model of ``model_dir`` on every cell of ``eval_data``; write and return the table.
+    ``device`` overrides ``spec["device"]`` (``auto`` when absent)."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
+    device = resolve_device(spec.get("device") if device is None else device)
     model, description = load_model(model_dir)
+    model.to(device)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
     frame = datasets.read(eval_data, task.schema).with_row_index("row")
     columns = list(task.cell_columns)
@@ -63,7 +73,8 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
         table.positions = eval_position_ids(scheme, table.positions)
         check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
         counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
-                            stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions)
+                            stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
+                            device=device, precision=spec.get("precision", "fp32"))
         results += [(keys.get("k"), keys["length"], metric, len(cell), correct) for metric, correct in counts.items()]
         summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
         say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
@@ -72,14 +83,16 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
                                                           "eval_data": eval_data},
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
                           task=description["task"])
+    record["device"] = describe_device(device)
     datasets.write(result, out_path, AccuracySchema, record)
     return result
 
 
 def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: int, stop_token: int | None,
-               predict_positions: bool) -> dict[str, int]:
+               predict_positions: bool, device: str | torch.device = "cpu", precision: str = "fp32") -> dict[str, int]:
     """Greedy-decode every row of ``table`` (one cell, checked by :func:`check_cell`) and count the
-    rows right under each metric. Response IDs come from ``table`` unless ``predict_positions``."""
+    rows right under each metric. Response IDs come from ``table`` unless ``predict_positions``.
+    ``device``: where ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU."""
     prompt_len = int(table.prompt_lengths[0])
     metrics = [m for m in METRICS if m != "position_match" or predict_positions]
     counts = dict.fromkeys(metrics, 0)
@@ -89,9 +102,9 @@ def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: in
         width = int(lengths.max())
         response = table.tokens[part, prompt_len:prompt_len + width]
         oracle = table.positions[part, prompt_len:prompt_len + width]
-        out = greedy_decode(model, table.tokens[part, :prompt_len], table.positions[part, :prompt_len], width,
-                            response_positions=None if predict_positions else oracle, stop_token=stop_token)
-        tokens, positions = _pad(out.tokens, width), _pad(out.positions, width)
+        tokens, positions = _decode(model, table.tokens[part, :prompt_len], table.positions[part, :prompt_len],
+                                    width, None if predict_positions else oracle, stop_token, torch.device(device),
+                                    precision)
         if stop_token is not None:  # a row's IDs after its stop token belong to no token of it
             stops = (tokens == stop_token).long()
             positions = positions.masked_fill(stops.cumsum(dim=1) - stops > 0, MISSING)
@@ -104,6 +117,17 @@ def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: in
         for metric in metrics:
             counts[metric] += int(hits[metric].sum())
     return counts
+
+
+def _decode(model, prompt: torch.Tensor, prompt_positions: torch.Tensor, width: int,
+            response_positions: torch.Tensor | None, stop_token: int | None, device: torch.device,
+            precision: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy decoding of one chunk on ``device`` (inputs moved there, bf16 autocast on CUDA when
+    ``precision`` says so); the generated tokens and IDs come back to the CPU, padded to ``width``."""
+    with inference_autocast(device, precision):
+        out = greedy_decode(model, prompt.to(device), prompt_positions.to(device), width, stop_token=stop_token,
+                            response_positions=None if response_positions is None else response_positions.to(device))
+    return _pad(out.tokens.cpu(), width), _pad(out.positions.cpu(), width)
 
 
 def _agree(generated: torch.Tensor, reference: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,11 @@
 
 The language models themselves are trained by :func:`pipeline_src.train.train` (task
 ``language``). Specs come from :mod:`pipeline_src.language_config`.
+
+The evaluation and the analysis run on the device of ``spec["device"]`` (see
+:mod:`pipeline_src.device`) in fp32 (the losses are the measured quantity: no autocast); the
+targets are drawn on the CPU, so they are the same on every device, and the resolved device is
+recorded in the tables' provenance.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import torch.nn.functional as F
 from . import datasets, influence, lm
 from .checkpoints import load_model
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
+from .device import describe_device, resolve_device
 from .language_schemas import LossByPositionSchema, TargetLossSchema
-from .provenance import build_record, write_sidecar
+from .provenance import build_record, sidecar_path, write_sidecar
 from .tokenizer import (encode_documents, load_tokenizer, read_tokens, save_tokenizer, train_tokenizer,
                         write_tokens)
 
@@ -60,6 +66,7 @@ def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str
     record = build_record(rule, "language_data", spec, inputs={"tokenizer_json": local} if local else {},
                           seeds={"split_seed": c["split_seed"]})
     record["corpus"] = corpus_provenance(corpus)
+    sidecar_path(tokenizer_out).unlink(missing_ok=True)  # never pair the new file with an old record
     save_tokenizer(tokenizer, tokenizer_out)
     write_sidecar(tokenizer_out, record)
     write_tokens(frame, tokens_out, tokenizer, record)
@@ -77,31 +84,36 @@ def _target_config(targets: dict) -> influence.InfluenceConfig:
     return influence.InfluenceConfig(k_max=1, **targets)
 
 
-def last_token_losses(model, contexts: np.ndarray, first: int, targets: np.ndarray, batch_size: int) -> np.ndarray:
-    """CE (float64 [n]) of ``targets`` given ``contexts[:, first:]`` at their original position IDs."""
+def last_token_losses(model, contexts: np.ndarray, first: int, targets: np.ndarray, batch_size: int, *,
+                      device: str | torch.device = "cpu") -> np.ndarray:
+    """CE (float64 [n]) of ``targets`` given ``contexts[:, first:]`` at their original position IDs;
+    ``device``: where ``model`` is (each batch is moved there)."""
     out = np.empty(len(targets), dtype=np.float64)
-    positions = torch.arange(first, contexts.shape[1])
+    positions = torch.arange(first, contexts.shape[1], device=device)
     with torch.inference_mode():
         for start in range(0, len(targets), batch_size):
-            tokens = torch.as_tensor(contexts[start:start + batch_size, first:], dtype=torch.long)
+            tokens = torch.as_tensor(contexts[start:start + batch_size, first:], dtype=torch.long, device=device)
             logits = model(tokens, positions.expand_as(tokens), last_only=True).token_logits[:, -1].double()
-            y = torch.as_tensor(targets[start:start + batch_size], dtype=torch.long)
-            out[start:start + len(tokens)] = F.cross_entropy(logits, y, reduction="none").numpy()
+            y = torch.as_tensor(targets[start:start + batch_size], dtype=torch.long, device=device)
+            out[start:start + len(tokens)] = F.cross_entropy(logits, y, reduction="none").cpu().numpy()
     return out
 
 
 def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Path, targets_out: Path, *,
                    rule: str = "language_eval", threads: int | None = None,
-                   progress: Callable[[str], None] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                   progress: Callable[[str], None] | None = None,
+                   device: str | torch.device | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Loss by position (0..eval_length-1) over held-out windows, and the losses on the analysed
-    targets, of the language model in ``model_dir``."""
+    targets, of the language model in ``model_dir``. ``device`` overrides ``spec["device"]``."""
     say = _say(progress)
     if threads:
         torch.set_num_threads(threads)
+    device = resolve_device(spec.get("device") if device is None else device)
     model, description = load_model(model_dir)
+    model.to(device)
     frame = read_tokens(tokens, model.cfg.vocab_size)
     windows = lm.document_windows(frame, spec["eval_length"] + 1, spec["windows"])
-    losses = lm.position_losses(model, windows, spec["batch_size"])  # [n, eval_length]
+    losses = lm.position_losses(model, windows, spec["batch_size"], device=device)  # [n, eval_length]
     n = len(windows)
     se = (losses.std(dim=0) / n ** 0.5).tolist() if n > 1 else [None] * losses.shape[1]
     by_position = pl.DataFrame({
@@ -120,12 +132,13 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
     target_losses = pl.DataFrame({
         "model": pl.Series([description["variant"]] * targets.height, dtype=pl.String),
         "doc": targets["doc"], "t": targets["t"],
-        "long_loss": last_token_losses(model, contexts, 0, answers, spec["batch_size"]),
-        "short_loss": last_token_losses(model, contexts, cfg.far, answers, spec["batch_size"]),
+        "long_loss": last_token_losses(model, contexts, 0, answers, spec["batch_size"], device=device),
+        "short_loss": last_token_losses(model, contexts, cfg.far, answers, spec["batch_size"], device=device),
     })
     record = build_record(rule, "language_eval", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                                "tokens": tokens},
                           seeds={"train_seed": description["seed"], "target_seed": cfg.seed})
+    record["device"] = describe_device(device)
     datasets.write(by_position, positions_out, LossByPositionSchema, record)
     datasets.write(target_losses, targets_out, TargetLossSchema, record)
     say(f"{description['variant']}: loss at position 0 {by_position['loss'][0]:.3f}, at "
@@ -162,23 +175,26 @@ def hf_weight_files(folder: Path) -> list[Path]:
 
 def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = None, hf_model: Path | None = None,
             rule: str = "language_influence", threads: int | None = None,
-            progress: Callable[[str], None] | None = None) -> pl.DataFrame:
+            progress: Callable[[str], None] | None = None, device: str | torch.device | None = None) -> pl.DataFrame:
     """Influential tokens of the targets drawn from ``tokens`` (see :mod:`pipeline_src.influence`),
-    with our model in ``model_dir`` or the Hugging Face model in ``hf_model`` (exactly one)."""
+    with our model in ``model_dir`` or the Hugging Face model in ``hf_model`` (exactly one), on
+    ``device`` (default: ``spec["device"]``)."""
     say = _say(progress)
     if (model_dir is None) == (hf_model is None):
         raise ValueError("analyse needs exactly one of model_dir (ours) and hf_model (a Hugging Face folder)")
     if threads:
         torch.set_num_threads(threads)
-    cfg = influence.InfluenceConfig.from_dict({k: v for k, v in spec.items() if k != "hf_model"})
+    device = resolve_device(spec.get("device") if device is None else device)
+    cfg = influence.InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
     if hf_model is not None:
-        model = load_hf_model(hf_model)
+        model = load_hf_model(hf_model).to(device)
         vocab_size, logits_fn = model.config.vocab_size, influence.hf_logits_fn(model)
         inputs = {"hf_config": Path(hf_model) / "config.json",
                   **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(hf_model))}}
         seeds = {"target_seed": cfg.seed}
     else:
         model, description = load_model(model_dir)
+        model.to(device)
         vocab_size, logits_fn = model.cfg.vocab_size, decoder_logits_fn(model)
         inputs = {"model": Path(model_dir) / "model.safetensors"}
         seeds = {"train_seed": description["seed"], "target_seed": cfg.seed}
@@ -188,9 +204,10 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
         raise datasets.DataError(f"{err}\n(the token IDs must be below the model's vocabulary size {vocab_size}: "
                                  "build the token stream with the model's own tokenizer.json)") from None
     targets = influence.select_targets(frame, cfg)
-    result = influence.influential_tokens(None, targets, cfg, logits_fn=logits_fn,
+    result = influence.influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
                                           progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds)
+    record["device"] = describe_device(device)
     if hf_model is not None:
         import transformers
 

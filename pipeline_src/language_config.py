@@ -109,6 +109,13 @@ def corpus_inputs(config: dict) -> list[str]:
     return files
 
 
+def _device(config: dict) -> str:
+    """The top-level ``device`` (see :func:`pipeline_src.config.device_setting`)."""
+    from .config import device_setting  # not at the top: config imports this module
+
+    return device_setting(config)
+
+
 def train_spec(config: dict, model: str) -> dict:
     """The spec of one language model, for :func:`pipeline_src.train.train`."""
     if model not in SCHEMES:
@@ -118,7 +125,7 @@ def train_spec(config: dict, model: str) -> dict:
     train = {key: value for key, value in section["train"].items() if key not in UNUSED_TRAIN_FIELDS}
     pose = model == SHORT_POSE
     return {"task": LANGUAGE, "variant": model, "scheme": SCHEMES[model], "seed": section["seed"],
-            "context": context, "model": dict(section["model"]), "train": train,
+            "device": _device(config), "context": context, "model": dict(section["model"]), "train": train,
             "positions": {"pose_chunks": section["pose"]["pose_chunks"] if pose else None,
                           "target_length": pose_target_length(config) if pose else context},
             "heldout": dict(section["heldout"])}
@@ -129,17 +136,18 @@ def eval_spec(config: dict) -> dict:
     section = _section(config)
     analysis = section["analysis"]
     return {"eval_length": eval_length(config), "windows": section["pose"]["eval_windows"],
-            "batch_size": analysis["batch_size"],
+            "batch_size": analysis["batch_size"], "device": _device(config),
             "targets": {"context": section["context"], "local": section["local"],
                         "n_targets": analysis["n_targets"], "seed": analysis["seed"]}}
 
 
 def influence_spec(config: dict) -> dict:
     """The influential-token analysis: the fields of :class:`pipeline_src.influence.InfluenceConfig`
-    plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model)."""
+    plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model) and
+    ``device``."""
     section = _section(config)
     analysis = section["analysis"]
-    return {"context": section["context"], "local": section["local"],
+    return {"context": section["context"], "local": section["local"], "device": _device(config),
             **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "hf_model")}}
 
 

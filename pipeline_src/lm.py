@@ -78,15 +78,17 @@ class WindowSource:
                              lengths=torch.full((B,), T, dtype=torch.long))
 
 
-def position_losses(model, windows: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Cross-entropy of every next token of ``windows`` [n, w]: float64 [n, w - 1]. Token p+1 is
-    predicted from tokens 0..p at position IDs 0..p."""
+def position_losses(model, windows: torch.Tensor, batch_size: int, *,
+                    device: str | torch.device = "cpu") -> torch.Tensor:
+    """Cross-entropy of every next token of ``windows`` [n, w]: float64 [n, w - 1], on the CPU. Token
+    p+1 is predicted from tokens 0..p at position IDs 0..p. ``device``: where ``model`` is (each
+    chunk of windows is moved there)."""
     out = []
     with torch.no_grad():
         for start in range(0, len(windows), batch_size):
-            chunk = windows[start:start + batch_size]
+            chunk = windows[start:start + batch_size].to(device)
             inputs, targets = chunk[:, :-1], chunk[:, 1:]
-            positions = torch.arange(inputs.shape[1]).expand_as(inputs)
+            positions = torch.arange(inputs.shape[1], device=chunk.device).expand_as(inputs)
             logits = model(inputs, positions).token_logits.double()
-            out.append(F.cross_entropy(logits.transpose(1, 2), targets, reduction="none"))
+            out.append(F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").cpu())
     return torch.cat(out)

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
+from .atomic import replacing, write_text
 from .canonical import canonical_json, config_hash, sha256_file, sha256_text
 
 PARQUET_KEY = "lengthgen.provenance"
@@ -30,17 +31,18 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 # (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
 STAGE_SOURCES = {
     "data": ["canonical.py", "datasets.py", "tasks"],
-    "train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "train.py", "tasks"],
-    "evaluate": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "decoding.py",
-                 "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
+    "train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py", "train.py",
+              "tasks"],
+    "evaluate": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py",
+                 "decoding.py", "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
     "figures": ["figures", "accuracy_schema.py", "stats.py"],
     # the natural-language analysis (SPEC 6): corpus -> tokenizer -> token stream; language models
     # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
     "language_data": ["canonical.py", "datasets.py", "corpus.py", "tokenizer.py", "language.py"],
-    "language_train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "train.py",
-                       "lm.py", "tokenizer.py", "datasets.py"],
-    "language_eval": ["model.py", "checkpoints.py", "lm.py", "tokenizer.py", "datasets.py", "influence.py",
-                      "language.py", "language_schemas.py"],
+    "language_train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py",
+                       "train.py", "lm.py", "tokenizer.py", "datasets.py"],
+    "language_eval": ["model.py", "checkpoints.py", "device.py", "lm.py", "tokenizer.py", "datasets.py",
+                      "influence.py", "language.py", "language_schemas.py"],
     "language_figures": ["figures", "influence.py", "language_schemas.py"],
 }
 # The task modules each task's results depend on (besides the modules in ``tasks/`` that no task
@@ -142,10 +144,9 @@ def attach(path: str | Path, record: dict, writer: Callable[[Path, dict[str, str
     str -> str dict) where the format allows; the file is renamed into place only when complete.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    writer(tmp, {PARQUET_KEY: canonical_json(record)})
-    os.replace(tmp, path)
+    sidecar_path(path).unlink(missing_ok=True)  # never pair the new artifact with an old record
+    with replacing(path) as tmp:
+        writer(tmp, {PARQUET_KEY: canonical_json(record)})
     write_sidecar(path, record)
 
 
@@ -153,9 +154,7 @@ def write_sidecar(path: str | Path, record: dict) -> None:
     path = Path(path)
     side = sidecar_path(path)
     body = {**record, "artifact": {"path": str(path), "sha256": sha256_file(path)}}
-    tmp = side.with_name(f".{side.name}.partial")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, side)
+    write_text(side, json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
 def read_record(path: str | Path) -> dict:

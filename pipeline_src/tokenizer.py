@@ -13,7 +13,6 @@ The token stream has one row per document: ``doc`` (its index in the corpus), ``
 (No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
 """
 
-import os
 from pathlib import Path
 
 import pandera.polars as pa
@@ -21,6 +20,7 @@ import polars as pl
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from . import datasets
+from .atomic import write_text
 from .corpus import HELDOUT, TRAIN
 
 EOD = "<|endoftext|>"
@@ -53,11 +53,7 @@ def train_tokenizer(documents: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE) 
 
 def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
     """Write ``tokenizer.json`` atomically (the bytes are a function of the tokenizer alone)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(tokenizer.to_str(pretty=True), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, tokenizer.to_str(pretty=True))
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:

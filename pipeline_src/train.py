@@ -2,19 +2,26 @@
 clipping, loss on response tokens only. Under Predictive Position Coupling (scheme ppc) the loss is
 CE(next token) + w * CE(next token's position ID) on the same response tokens. Resumable: the whole state (weights, optimizer, random
 generator, log) is checkpointed atomically, so a killed run that restarts ends with the same
-weights as one that never stopped.
+weights as one that never stopped. A NaN or infinite loss, gradient norm or weight stops the run
+with :class:`TrainingDiverged` naming the cell and the step, before anything non-finite is
+checkpointed, so the last good checkpoint is kept.
 
 The same loop trains the language model of the natural-language analysis (task ``language``,
 SPEC 6): only the *batch source* differs. A synthetic task draws length-grouped batches of its
 samples (:class:`TaskSource`); the language model draws random windows of the train token stream
 and is scored on every next token (:class:`pipeline_src.lm.WindowSource`), and its held-out loss is
 logged every ``heldout.every`` steps to ``heldout_log.parquet``.
+
+The run uses the device of ``spec["device"]`` (see :mod:`pipeline_src.device`): the model and each
+batch move there, while batches and position IDs are drawn on the CPU generator, so every device
+sees the same batches. The resolved device is recorded in the artifacts' provenance and in
+``summary.json``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -25,9 +32,11 @@ import torch
 import torch.nn.functional as F
 
 from . import datasets, lm
+from .atomic import write_text
 from .batches import SequenceTable, TrainingBatch, training_batch
 from .canonical import config_hash
-from .checkpoints import load_state, save_model, save_state
+from .checkpoints import CheckpointError, load_state, save_model, save_state
+from .device import autocast, describe_device, resolve_device
 from .model import Decoder, ModelConfig
 from .positions import get_scheme, train_position_ids
 from .provenance import attach, build_record
@@ -39,6 +48,10 @@ LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
               "seconds": pl.Float64}
 SECONDS = list(LOG_SCHEMA).index("seconds")
 HELDOUT_SCHEMA = {"step": pl.Int64, "heldout_loss": pl.Float64, "heldout_tokens": pl.Int64}
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss, the gradient norm or the weights of a run became NaN or infinite."""
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
@@ -68,12 +81,6 @@ def make_optimizer(model: Decoder, opt: dict) -> torch.optim.AdamW:
     other = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": opt["weight_decay"]}, {"params": other, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=1e-8)
-
-
-def autocast(precision: str):
-    if precision == "bf16":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 class TaskSource:
@@ -122,35 +129,35 @@ class LanguageSource(lm.WindowSource):
 
 def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", threads: int | None = None,
           progress: Callable[[str], None] | None = None, stop_at_step: int | None = None,
-          tokenizer: Path | None = None) -> dict:
+          tokenizer: Path | None = None, device: str | torch.device | None = None) -> dict:
     """Train the cell described by ``spec`` on ``train_data``; write model, log and summary into
     ``out_dir``. ``stop_at_step`` ends the run early (as a kill would), for tests. For the
     language model (``spec["task"] == "language"``), ``train_data`` is the token stream and
-    ``tokenizer`` its tokenizer.json (which sets the vocabulary size)."""
+    ``tokenizer`` its tokenizer.json (which sets the vocabulary size). ``device`` overrides
+    ``spec["device"]`` (``auto`` when absent); see :func:`pipeline_src.device.resolve_device`."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     opt = spec["train"]
+    device = resolve_device(spec.get("device") if device is None else device)
     scheme = get_scheme(spec["scheme"])
     source = LanguageSource(spec, train_data, tokenizer) if spec["task"] == LANGUAGE else TaskSource(spec, train_data)
-    model = build_model(spec, source.vocab_size)
+    model = build_model(spec, source.vocab_size).to(device)  # initialised on the CPU: the same on every device
     optimizer = make_optimizer(model, opt)
     generator = torch.Generator().manual_seed(spec["seed"])
     identity = config_hash(spec)
     resume_path = out_dir / f"resume-{identity[:16]}.pt"
     step, log, heldout_log = 0, [], []
+    for other in sorted(set(out_dir.glob("resume-*.pt")) - {resume_path}):
+        say(f"ignoring {other}: a resume checkpoint of another config (this config's is {resume_path.name})")
     if resume_path.exists():
-        state = load_state(resume_path, identity)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        step, log, source.pending = state["step"], state["log"], state["pending"]
-        heldout_log = state.get("heldout_log", [])
+        step, log, heldout_log = _restore(resume_path, identity, model, optimizer, generator, source)
         say(f"resuming {out_dir} from step {step}")
+    saved_step = step if resume_path.exists() else None  # the step of the last good checkpoint
     say(f"training {spec['task']}/{spec['variant']}/{scheme.name}/seed{spec['seed']}: "
-        f"{model.num_parameters():,} parameters, {source.summary}, {opt['steps']} steps")
+        f"{model.num_parameters():,} parameters, {source.summary}, {opt['steps']} steps on {describe_device(device)}")
 
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
@@ -167,7 +174,8 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
                                        target_length=spec["positions"]["target_length"],
                                        pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
         positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
-        with autocast(opt["precision"]):
+        batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
+        with autocast(device, opt["precision"]):
             out = model(batch.inputs, positions[:, :-1])
         picked = out.token_logits[batch.loss_mask].float()
         answer = batch.targets[batch.loss_mask]
@@ -178,28 +186,36 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
             next_ids = positions[:, 1:][batch.loss_mask]
             loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
             position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise _diverged(spec, out_dir, step + 1, f"the loss is {loss_value}", resume_path, saved_step)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]).item()
+        if not math.isfinite(grad_norm):  # stop before the update writes NaN into the weights
+            raise _diverged(spec, out_dir, step + 1, f"the gradient norm is {grad_norm}", resume_path, saved_step)
         optimizer.step()
         step += 1
         accuracy = (picked.argmax(-1) == answer).double().mean().item()
-        log.append((step, loss.item(), accuracy, position_accuracy, lr, grad_norm.item(),
-                    time.perf_counter() - started))
+        log.append((step, loss_value, accuracy, position_accuracy, lr, grad_norm, time.perf_counter() - started))
         if source.heldout is not None and (step % spec["heldout"]["every"] == 0 or step == total):
-            heldout_log.append(_heldout_loss(model, source.heldout, step, opt))
+            heldout_log.append(_heldout_loss(model, source.heldout, step, opt, device))
             say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
         if step % opt["log_every"] == 0 or step == total:
             _report(say, log, opt["log_every"], total)
-        if step % opt["checkpoint_every"] == 0 and step < total:
+        checkpoint = step % opt["checkpoint_every"] == 0 and step < total
+        if (checkpoint or step == total) and not _finite(model):  # never save weights that are not finite
+            raise _diverged(spec, out_dir, step, "the weights are not finite", resume_path, saved_step)
+        if checkpoint:
             state = {"config_hash": identity, "step": step, "model": model.state_dict(),
                      "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
                      "pending": source.pending}
             if source.heldout is not None:
                 state["heldout_log"] = heldout_log
             save_state(resume_path, state)
+            saved_step = step
 
-    summary = _finish(spec, model, log, heldout_log, source, out_dir, rule)
+    summary = _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device))
     resume_path.unlink(missing_ok=True)
     return summary
 
@@ -216,16 +232,51 @@ def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
     return list(index.view(groups, batch_size)[order])
 
 
-def _heldout_loss(model: Decoder, windows: torch.Tensor, step: int, opt: dict) -> tuple:
+def _restore(path: Path, identity: str, model: Decoder, optimizer, generator: torch.Generator,
+             source) -> tuple[int, list, list]:
+    """Load the resume checkpoint ``path`` into the run; returns (step, log, held-out log). A file
+    that does not fit this run is a :class:`CheckpointError` naming it."""
+    state = load_state(path, identity)
+    try:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{path}: resume checkpoint does not fit this model ({err}); "
+                              "delete it to start over") from None
+    if not _finite(model):
+        raise CheckpointError(f"{path}: resume checkpoint holds non-finite weights; delete it to start over")
+    source.pending = state["pending"]
+    return state["step"], state["log"], state.get("heldout_log", [])
+
+
+def _finite(model: Decoder) -> bool:
+    """Whether every weight of ``model`` is finite."""
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def _diverged(spec: dict, out_dir: Path, step: int, what: str, resume_path: Path,
+              saved_step: int | None) -> TrainingDiverged:
+    """The error of a run whose numbers became NaN or infinite: the cell, its folder, the step, and
+    the last good checkpoint (kept: nothing non-finite is ever checkpointed)."""
+    cell = f"{spec['task']}/{spec['scheme']}/{spec['variant']}/seed{spec['seed']}"
+    kept = (f"the last good checkpoint {resume_path} (step {saved_step}) is kept" if saved_step is not None
+            else "no checkpoint had been written yet")
+    return TrainingDiverged(f"training {cell} ({out_dir}) diverged at step {step}: {what}; {kept}. "
+                            "Lower train.lr (or raise warmup_steps) and rerun.")
+
+
+def _heldout_loss(model: Decoder, windows: torch.Tensor, step: int, opt: dict, device: torch.device) -> tuple:
     """(step, mean next-token loss over the held-out windows, tokens scored); uses no randomness."""
-    with autocast(opt["precision"]):
-        losses = lm.position_losses(model, windows, opt["batch_size"])
+    with autocast(device, opt["precision"]):
+        losses = lm.position_losses(model, windows, opt["batch_size"], device=device)
     return step, float(losses.mean()), losses.numel()
 
 
 def _real(batch, extra: int = 0) -> torch.Tensor:
     """[B, T+extra] True on the real tokens of the inputs (and of the ``extra`` tokens after them)."""
-    return torch.arange(batch.inputs.shape[1] + extra)[None, :] < (batch.lengths + extra)[:, None]
+    return torch.arange(batch.inputs.shape[1] + extra, device=batch.lengths.device)[None, :] < (
+        batch.lengths + extra)[:, None]
 
 
 def _report(say, log, window: int, total: int) -> None:
@@ -244,9 +295,12 @@ def _report(say, log, window: int, total: int) -> None:
         f"lr {recent[-1][column['lr']]:.2e}  {rate:.1f} steps/s  eta {(total - step) / rate:.0f}s")
 
 
-def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, out_dir: Path, rule: str) -> dict:
+def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, out_dir: Path, rule: str,
+            device: str) -> dict:
+    """Write the model, the logs and the summary; ``device`` (described) goes into their records."""
     record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
                           task=spec["task"] if spec["task"] != LANGUAGE else None)
+    record["device"] = device  # where the model was trained (the last device, should a resume move it)
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "seed": spec["seed"], **source.description}
     save_model(model, out_dir, description, record)
@@ -256,11 +310,12 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
     tail = frame.tail(max(1, len(frame) // 10))
     summary = {"steps": len(frame), "final_loss": float(tail["loss"].mean()),
                "final_accuracy": float(tail["accuracy"].mean()), "parameters": model.num_parameters(),
-               "train_seconds": float(frame["seconds"].max()), "config_hash": record["config_hash"]}
+               "train_seconds": float(frame["seconds"].max()), "config_hash": record["config_hash"],
+               "device": device}
     if source.heldout is not None:
         heldout = pl.DataFrame(heldout_log, schema=HELDOUT_SCHEMA, orient="row")
         attach(out_dir / "heldout_log.parquet", record,
                lambda tmp, meta: heldout.write_parquet(tmp, metadata=meta, statistics=False))
         summary["final_heldout_loss"] = float(heldout["heldout_loss"][-1])
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    write_text(out_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,39 @@ def merged(base: dict, override: dict) -> dict:
 @pytest.mark.parametrize("name", ["smoke.yaml", "mid.yaml", "paper.yaml"])
 def test_shipped_scale_configs_pass_the_cross_field_checks(name):
     jobs.check(merged(DEFAULT, yaml.safe_load((REPO / "config" / name).read_text())))
+
+
+UNSAFE_NAMES = [  # a config value that would name a folder outside its cell's -> the field named
+    ({"tasks": ["sparse_parity", "../x"]}, "tasks", "tasks lists unknown task '../x'"),
+    ({"sparse_parity": {"schemes": ["rope", "a/b"]}}, "schemes", "sparse_parity.schemes: 'a/b'"),
+    ({"sparse_parity": {"schemes": [".."]}}, "schemes", "sparse_parity.schemes: '..'"),
+    ({"sparse_parity": {"k_train": ["../2"]}}, "k_train", "sparse_parity.k_train: '../2'"),
+    ({"sparse_parity": {"k_train": [-1]}}, "k_train", "sparse_parity.k_train: '-1'"),
+    ({"sparse_parity": {"seeds": [-1]}}, "seeds", "sparse_parity.seeds: -1 is not an integer >= 0"),
+    ({"sparse_parity": {"seeds": ["0/../../x"]}}, "seeds", "sparse_parity.seeds: '0/../../x' is not an integer"),
+    ({"variable_assignment": {"runs": {"../direct": ["rope"]}}}, "runs", "variable_assignment.runs: '../direct'"),
+    ({"variable_assignment": {"runs": {"direct": ["../rope"]}}}, "direct",
+     "variable_assignment.runs.direct: '../rope'"),
+]
+
+
+@pytest.mark.parametrize("changes, key, message", UNSAFE_NAMES)
+def test_names_that_could_leave_results_are_rejected_naming_the_field(changes, key, message):
+    """Rejected by the JSON schema (which Snakemake applies first) and by ``check`` alone."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = merged(DEFAULT, changes)
+    with pytest.raises(WorkflowError, match=re.escape(f"['{key}']")):
+        validate(copy.deepcopy(config), str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+    with pytest.raises(jobs.ConfigError, match=re.escape(message)):
+        jobs.check(config)
+
+
+@pytest.mark.parametrize("name", ["task", "scheme", "variant", "seed"])
+def test_wildcard_patterns_admit_no_path_separator_or_parent(name):
+    pattern = jobs.PATH_PATTERNS[name]
+    for unsafe in ("../x", "a/b", "..", "", "x/..", "/x"):
+        assert not re.fullmatch(pattern, unsafe), (name, unsafe)
+    common = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert f'{name}=jobs.PATH_PATTERNS["{name}"]' in common, "the workflow constrains its wildcards with these"

@@ -216,6 +216,22 @@ def test_loss_by_position_and_target_losses(stream, main_model, tmp_path):
         assert (joined[column] - joined[f"{column}_influence"]).abs().max() < 1e-5
 
 
+def test_language_jobs_on_an_explicit_cpu_device_match_auto_and_record_it(stream, main_model, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # auto means the CPU here
+    config, folder = stream
+    assert read_record(main_model / "model.safetensors")["device"] == "cpu"
+    for name, device in (("auto", None), ("cpu", torch.device("cpu"))):
+        evaluate_model(lang.eval_spec(config), main_model, folder / "tokens.parquet", tmp_path / f"p_{name}.parquet",
+                       tmp_path / f"t_{name}.parquet", device=device, **quiet)
+        analyse(lang.influence_spec(config), folder / "tokens.parquet", tmp_path / f"i_{name}.parquet",
+                model_dir=main_model, device=device, **quiet)
+        for table in ("p", "t", "i"):
+            assert read_record(tmp_path / f"{table}_{name}.parquet")["device"] == "cpu"
+    for table in ("p", "t", "i"):
+        assert pl.read_parquet(tmp_path / f"{table}_auto.parquet").equals(pl.read_parquet(tmp_path / f"{table}_cpu.parquet"))
+
+
 def test_hugging_face_model_folder_is_analysed_like_ours(stream, tmp_path):
     transformers = pytest.importorskip("transformers")
     config, folder = stream

@@ -1,16 +1,21 @@
-"""Training: determinism, resume after an interruption, schedule, outputs."""
+"""Training: determinism, resume after an interruption, schedule, outputs; corrupt or foreign
+resume files and diverging runs are named errors that keep the last good checkpoint."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 
 import polars as pl
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from pipeline_src.checkpoints import CheckpointError, load_model
-from pipeline_src.train import learning_rate, train
+from pipeline_src.canonical import config_hash
+from pipeline_src.checkpoints import CheckpointError, load_model, load_state
+from pipeline_src.train import TrainingDiverged, learning_rate, train
 from tests.conftest import tiny_train_spec
 
 quiet = {"progress": lambda line: None}
@@ -66,8 +71,126 @@ def test_corrupt_resume_checkpoint_is_a_named_error(tmp_path, train_data):
     train(spec, train_data, tmp_path / "run", stop_at_step=6, **quiet)
     resume = next((tmp_path / "run").glob("resume-*.pt"))
     resume.write_bytes(resume.read_bytes()[:100])
-    with pytest.raises(CheckpointError, match=resume.name):
+    with pytest.raises(CheckpointError, match=f"{resume.name}: unreadable resume checkpoint"):
         train(spec, train_data, tmp_path / "run", **quiet)
+    assert len(resume.read_bytes()) == 100, "the corrupt file is left for the user, not retrained over"
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_resume_checkpoint_of_another_config_is_a_named_error(tmp_path, train_data):
+    """A resume file under this config's name but made for another config (copied, renamed)."""
+    other = tiny_train_spec()
+    train(other, train_data, tmp_path / "other", stop_at_step=6, **quiet)
+    spec = tiny_train_spec(lr=2e-3)
+    resume = tmp_path / "run" / f"resume-{config_hash(spec)[:16]}.pt"
+    resume.parent.mkdir()
+    foreign = next((tmp_path / "other").glob("resume-*.pt")).read_bytes()
+    resume.write_bytes(foreign)
+    with pytest.raises(CheckpointError, match=f"{resume.name}: resume checkpoint of another config"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+    assert resume.read_bytes() == foreign
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("content", [[1, 2, 3], {"config_hash": "x", "step": 5}])
+def test_resume_file_that_is_no_training_state_is_a_named_error(tmp_path, train_data, content):
+    spec = tiny_train_spec()
+    resume = tmp_path / "run" / f"resume-{config_hash(spec)[:16]}.pt"
+    resume.parent.mkdir()
+    torch.save(content, resume)
+    with pytest.raises(CheckpointError, match=f"{resume.name}: not a resume checkpoint of this trainer"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+    assert resume.exists()
+
+
+def test_resume_checkpoint_of_another_model_is_a_named_error(tmp_path, train_data):
+    """Same config hash, different weights (e.g. a checkpoint written by older model code)."""
+    spec = tiny_train_spec()
+    train(spec, train_data, tmp_path / "run", stop_at_step=6, **quiet)
+    resume = next((tmp_path / "run").glob("resume-*.pt"))
+    state = torch.load(resume, weights_only=True)
+    state["model"] = {f"old.{name}": tensor for name, tensor in state["model"].items()}
+    torch.save(state, resume)
+    with pytest.raises(CheckpointError, match=f"{resume.name}: resume checkpoint does not fit this model"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+
+
+def test_resume_files_of_other_configs_are_left_alone(tmp_path, train_data):
+    train(tiny_train_spec(), train_data, tmp_path / "run", stop_at_step=6, **quiet)
+    stale = next((tmp_path / "run").glob("resume-*.pt"))
+    lines = []
+    train(tiny_train_spec(lr=2e-3), train_data, tmp_path / "run", progress=lines.append)
+    assert any(line.startswith(f"ignoring {stale}") for line in lines)
+    assert stale.exists() and (tmp_path / "run" / "model.safetensors").exists()
+
+
+def nan_loss_from_call(monkeypatch, call: int) -> None:
+    """Make the ``call``-th cross entropy of training (one per step without a position head) NaN."""
+    calls = itertools.count(1)
+    real = F.cross_entropy
+
+    def poisoned(*args, **kwargs):
+        loss = real(*args, **kwargs)
+        return loss * float("nan") if next(calls) >= call else loss
+
+    monkeypatch.setattr(F, "cross_entropy", poisoned)
+
+
+def assert_good_checkpoint_kept(out_dir, spec, step: int) -> None:
+    resume = out_dir / f"resume-{config_hash(spec)[:16]}.pt"
+    state = load_state(resume, config_hash(spec))
+    assert state["step"] == step
+    assert all(torch.isfinite(t).all() for t in state["model"].values())
+    assert not (out_dir / "model.safetensors").exists() and not (out_dir / "summary.json").exists()
+
+
+def test_nan_loss_stops_naming_the_cell_and_step_and_keeps_the_last_checkpoint(tmp_path, train_data,
+                                                                                monkeypatch):
+    spec = tiny_train_spec()  # checkpoints at steps 5 and 10
+    nan_loss_from_call(monkeypatch, 8)
+    with pytest.raises(TrainingDiverged) as caught:
+        train(spec, train_data, tmp_path / "run", **quiet)
+    message = str(caught.value)
+    assert "sparse_parity/rope_pose/k2/seed3" in message and str(tmp_path / "run") in message
+    assert "diverged at step 8: the loss is nan" in message and "(step 5) is kept" in message
+    assert_good_checkpoint_kept(tmp_path / "run", spec, 5)
+
+
+def test_non_finite_weights_are_never_checkpointed(tmp_path, train_data, monkeypatch):
+    """An update that makes a weight infinite right before a checkpoint (step 10) stops the run
+    before it is saved: the checkpoint of step 5 stays."""
+    import pipeline_src.train as trainer
+
+    real = trainer.make_optimizer
+
+    def poisoning_optimizer(model, opt):
+        optimizer = real(model, opt)
+        update, steps = optimizer.step, itertools.count(1)
+
+        def step(*args, **kwargs):
+            update(*args, **kwargs)
+            if next(steps) == 10:
+                with torch.no_grad():
+                    next(model.parameters()).fill_(float("inf"))
+
+        optimizer.step = step
+        return optimizer
+
+    monkeypatch.setattr(trainer, "make_optimizer", poisoning_optimizer)
+    spec = tiny_train_spec()
+    with pytest.raises(TrainingDiverged, match="diverged at step 10: the weights are not finite"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+    assert_good_checkpoint_kept(tmp_path / "run", spec, 5)
+
+
+def test_huge_learning_rate_diverges_with_a_named_error(tmp_path, train_data):
+    spec = tiny_train_spec(lr=1e3, checkpoint_every=2)
+    with pytest.raises(TrainingDiverged, match=r"sparse_parity/rope_pose/k2/seed3 .* diverged at step") as caught:
+        train(spec, train_data, tmp_path / "run", **quiet)
+    step = int(re.search(r"diverged at step (\d+)", str(caught.value))[1])
+    kept = int(re.search(r"\(step (\d+)\) is kept", str(caught.value))[1])
+    assert kept < step
+    assert_good_checkpoint_kept(tmp_path / "run", spec, kept)
 
 
 def test_outputs_load_and_describe_the_cell(tmp_path, train_data):

@@ -40,13 +40,18 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
     return f"config/{name}"
 
 
-@pytest.fixture(scope="module")
-def pipeline(tmp_path_factory) -> Path:
-    """A copy of the workflow that has run the smoke config once."""
-    workdir = tmp_path_factory.mktemp("workflow")
+def copy_workflow(workdir: Path) -> Path:
+    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/) and no results."""
     shutil.copy(REPO / "Snakefile", workdir)
     for folder in ("workflow", "config"):
         shutil.copytree(REPO / folder, workdir / folder)
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    """A copy of the workflow that has run the smoke config once."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
     snakemake(workdir, "all", "--configfile", "config/smoke.yaml")
     return workdir
 
@@ -89,6 +94,10 @@ EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must pl
     # only the PoSE language model uses pose_chunks: the rope models are not retrained
     "language pose chunks": ({"language": {"pose": {"pose_chunks": 3}}},
                              {"language_train": 1, "language_eval": 1, "language_pose": 1}),
+    # the device (auto -> cpu) enters every model job's spec, never the datasets'
+    "device": ({"device": "cpu"}, {"train": 15, "evaluate": 15, "language_train": 3, "language_eval": 3,
+                                   "language_influence": 1, "figure1": 1, "figure2": 1, "figure3": 1,
+                                   "sparse_parity_scratchpad": 1, "figure4": 1, "language_pose": 1}),
 }
 
 
@@ -110,6 +119,7 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     ({"sparse_parity": {"train": {"learning_rate": 0.1}}}, "learning_rate"),
     ({"sparse_parity": {"schemes": ["rope", "alibi"]}}, "schemes"),
     ({"sparse_parity": {"k_train": [40]}}, "k_train"),
+    ({"device": "gpu"}, "device"),
 ])
 def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, field):
     override = write_override(pipeline, "bad.yaml", body)
@@ -127,3 +137,52 @@ def test_lint_is_clean(pipeline):
 def test_report_bundles_every_figure(pipeline):
     snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
     assert (pipeline / "report.html").stat().st_size > 0
+
+
+TINY = {  # one task, two cells (seeds 0 and 1), each a few seconds from data to accuracy
+    "tasks": ["sparse_parity"],
+    "sparse_parity": {"schemes": ["rope"], "k_train": [2], "seeds": [0, 1],
+                      "data": {"n_train": 100}, "eval": {"k_test": [2], "lengths": [60], "n_per_cell": 4},
+                      "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32},
+                      "train": {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2,
+                                "checkpoint_every": 2}},
+}
+
+
+def test_keep_going_finishes_every_cell_a_failed_one_does_not_block(tmp_path):
+    """One cell fails (a corrupt resume checkpoint in its folder); with --keep-going the other cell
+    is still trained and evaluated, the corrupt file is named and left as it was."""
+    from pipeline_src import config as jobs
+    from pipeline_src.canonical import config_hash
+    from tests.test_config import DEFAULT, merged
+
+    workdir = copy_workflow(tmp_path)
+    override = write_override(workdir, "tiny.yaml", TINY)
+    spec = jobs.train_spec(merged(DEFAULT, TINY), "sparse_parity", "k2", "rope", 1)
+    cell = "sparse_parity/rope/k2"
+    resume = workdir / "results" / "train" / cell / "seed1" / f"resume-{config_hash(spec)[:16]}.pt"
+    resume.parent.mkdir(parents=True)
+    resume.write_bytes(b"half a checkpoint")
+
+    done = snakemake(workdir, "all", "--configfile", override, "--keep-going", check=False)
+    assert done.returncode != 0, "the failed cell fails the run"
+    assert (workdir / "results" / "eval" / cell / "seed0" / "accuracy.parquet").exists(), done.stderr
+    assert not (workdir / "results" / "train" / cell / "seed1" / "model.safetensors").exists()
+    assert resume.read_bytes() == b"half a checkpoint", "never retrained over"
+    log = (workdir / "results" / "logs" / "train" / cell / "seed1.log").read_text()
+    assert f"{resume.name}: unreadable resume checkpoint" in log
+    assert not (workdir / "results" / "figures" / "figure1.png").exists()
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"sparse_parity": {"schemes": ["../x"]}}, "schemes"),
+    ({"sparse_parity": {"seeds": [-1]}}, "seeds"),
+    ({"variable_assignment": {"runs": {"a/b": ["rope"]}}}, "runs"),
+])
+def test_a_config_value_naming_a_path_outside_results_fails_before_any_job(tmp_path, body, field):
+    workdir = copy_workflow(tmp_path)
+    override = write_override(workdir, "bad.yaml", body)
+    done = snakemake(workdir, "-n", "all", "--configfile", "config/smoke.yaml", override, check=False)
+    assert done.returncode != 0
+    assert f"['{field}']" in done.stdout + done.stderr
+    assert "Job stats" not in done.stdout + done.stderr

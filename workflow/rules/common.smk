@@ -12,12 +12,20 @@ except jobs.ConfigError as err:
     raise WorkflowError(f"invalid config: {err}")
 
 
+# No wildcard admits a slash or a dot: no config value or target can name a path outside results.
 wildcard_constraints:
-    task="[a-z_]+",
-    variant="[a-z0-9]+",
-    scheme="[a-z_]+",
-    seed=r"\d+",
+    task=jobs.PATH_PATTERNS["task"],
+    variant=jobs.PATH_PATTERNS["variant"],
+    scheme=jobs.PATH_PATTERNS["scheme"],
+    seed=jobs.PATH_PATTERNS["seed"],
     evalset="eval(_[a-z0-9]+)?",
+    lm="[a-z_]+",
+
+
+# The gpu resource of every model job: 1 when its device setting will use CUDA, else 0 (see
+# jobs.gpus_per_model_job); the local profile's ``resources: gpu`` limit then keeps GPU jobs from
+# sharing one GPU. The slurm profile sets its own.
+GPUS_PER_MODEL_JOB = jobs.gpus_per_model_job(config)
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}

@@ -12,6 +12,8 @@ rule evaluate:
         spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
         code=lambda wc: stage_digest("evaluate", wc.task),
         model_dir=lambda wc, input: os.path.dirname(input.model),
+    resources:
+        gpu=GPUS_PER_MODEL_JOB,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"

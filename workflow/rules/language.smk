@@ -41,6 +41,8 @@ rule language_train:
         spec=spec_param(lambda wc: lang.train_spec(config, wc.lm)),
         code=stage_digest("language_train"),
         out_dir=lambda wc, output: os.path.dirname(output.model),
+    resources:
+        gpu=GPUS_PER_MODEL_JOB,
     threads: config["threads"]["train"]
     conda:
         "../envs/lengthgen.yaml"
@@ -67,6 +69,8 @@ rule language_eval:
         spec=spec_param(lambda wc: lang.eval_spec(config)),
         code=stage_digest("language_eval"),
         model_dir=lambda wc, input: os.path.dirname(input.model),
+    resources:
+        gpu=GPUS_PER_MODEL_JOB,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"
@@ -91,6 +95,8 @@ rule language_influence:
         spec=spec_param(lambda wc: lang.influence_spec(config)),
         code=stage_digest("language_eval"),
         model=language_model_option,
+    resources:
+        gpu=GPUS_PER_MODEL_JOB,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"

@@ -15,6 +15,8 @@ rule train:
         spec=spec_param(lambda wc: jobs.train_spec(config, wc.task, wc.variant, wc.scheme, int(wc.seed))),
         code=lambda wc: stage_digest("train", wc.task),
         out_dir=lambda wc, output: os.path.dirname(output.model),
+    resources:
+        gpu=GPUS_PER_MODEL_JOB,
     threads: config["threads"]["train"]
     conda:
         "../envs/lengthgen.yaml"

@@ -1,0 +1,278 @@
+"""Where every experiment cell of a config stands (``lengthgen status``): done, missing or stale.
+
+A cell (task, variant, scheme, seed) is made by four jobs, as in ``workflow/rules``: its training
+set and evaluation set, its training and its evaluation (``accuracy.parquet``). Its state:
+
+* ``missing``: no accuracy table yet (the note says how far the chain got);
+* ``stale``: the accuracy table exists but Snakemake would remake it: a job of the chain recorded
+  another config subset (its ``config_hash``) or another code digest (``stage_digest``) than the
+  current config and sources give, an output of the chain is missing, or an input was remade after
+  the job that read it (its sidecar's SHA-256 differs from the one the reader recorded);
+* ``done``: none of that.
+
+The expected config subsets come from the same builders (:mod:`pipeline_src.config`) and the code
+digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
+Snakemake's rerun triggers (params, code, missing or updated inputs). The config is loaded like
+Snakemake loads it: ``config/config.yaml``, each ``--configfile`` deep-merged over it in order,
+then the schema's defaults and the cross-field checks. Files are not re-hashed here (that is
+``lengthgen provenance --verify``): a file edited by hand keeps its recorded hashes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import config as jobs
+from .canonical import config_hash
+from .provenance import PACKAGE_DIR, read_record, stage_digest
+
+BASE_CONFIG = Path("config/config.yaml")
+SCHEMA = Path("workflow/schemas/config.schema.yaml")
+# Output files of each rule (mirrors workflow/rules/*.smk); the first is the one whose record is read.
+TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summary.json")
+# The metric a cell is summarised by, as in the figures: the answer token, except for parity and
+# variable assignment with a scratchpad, scored by exact match of the whole response (Figures 2, 3).
+HEADLINE_METRIC = {("parity_scratchpad", "scratchpad"): "exact_match",
+                   ("variable_assignment", "scratchpad"): "exact_match"}
+DEFAULT_METRIC = "answer"
+STATES = ("done", "stale", "missing")
+
+
+class StatusError(ValueError):
+    """A config that cannot be loaded or is invalid; the message names the file."""
+
+
+# --- the config, loaded like Snakemake ---
+
+
+def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG,
+                schema: Path | None = None) -> dict:
+    """``base`` deep-merged with each of ``configfiles`` in order (Snakemake's ``update_config``:
+    nested keys merge, lists are replaced), validated with the schema's defaults filled in, checked.
+    ``base`` may be absent when config files are given, as with Snakemake."""
+    from snakemake.common.configfile import load_configfile
+    from snakemake.utils import update_config
+
+    files = [Path(f) for f in configfiles]
+    if Path(base).is_file() or not files:
+        files.insert(0, Path(base))
+    config: dict = {}
+    for path in files:
+        if not path.is_file():
+            raise StatusError(f"{path}: config file not found (run from the pipeline's working directory)")
+        try:
+            update_config(config, load_configfile(str(path)))
+        except Exception as err:  # noqa: BLE001 - YAML / JSON errors of any kind
+            raise StatusError(f"{path}: cannot read config: {err}") from None
+    _validate(config, schema or _schema_path(), files)
+    return config
+
+
+def _schema_path() -> Path:
+    """The workflow's schema: the working directory's, else the one of the checkout of this package."""
+    return SCHEMA if SCHEMA.is_file() else PACKAGE_DIR.parent / SCHEMA
+
+
+def _validate(config: dict, schema: Path, files: list[Path]) -> None:
+    from snakemake.utils import validate
+
+    names = ", ".join(str(f) for f in files)
+    try:
+        validate(config, str(schema))
+    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema errors in WorkflowError
+        raise StatusError(f"config from {names} does not match {schema}: {err}") from None
+    try:
+        jobs.check(config)
+    except jobs.ConfigError as err:
+        raise StatusError(f"config from {names}: {err}") from None
+
+
+# --- the jobs of one cell ---
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a cell's chain: its outputs, the config subset and code it would run with, and
+    the upstream artifacts it reads (record input role -> path)."""
+
+    name: str
+    outputs: tuple[str, ...]
+    spec: dict
+    stage: str
+    inputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def artifact(self) -> str:
+        return self.outputs[0]
+
+
+def cell_dir(cell: dict) -> str:
+    return f"{cell['task']}/{cell['scheme']}/{cell['variant']}/seed{cell['seed']}"
+
+
+def cell_jobs(config: dict, cell: dict) -> list[Job]:
+    """The jobs of ``cell``, upstream first, with the paths of ``workflow/rules``."""
+    task, variant = cell["task"], cell["variant"]
+    train_data = f"results/data/{task}/train_{variant}.parquet"
+    eval_data = f"results/data/{task}/{jobs.eval_data_name(task, variant)}.parquet"
+    model_dir = f"results/train/{cell_dir(cell)}"
+    return [
+        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data"),
+        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data"),
+        Job("train", tuple(f"{model_dir}/{name}" for name in TRAIN_OUTPUTS),
+            jobs.train_spec(config, task, variant, cell["scheme"], cell["seed"]), "train",
+            {"train_data": train_data}),
+        Job("evaluate", (f"results/eval/{cell_dir(cell)}/accuracy.parquet",), jobs.eval_spec(config, task),
+            "evaluate", {"model": f"{model_dir}/model.safetensors", "eval_data": eval_data}),
+    ]
+
+
+# --- checking records ---
+
+
+@dataclass
+class CellStatus:
+    """The state of one cell, why, and its headline numbers (None where not evaluated)."""
+
+    cell: dict
+    state: str
+    note: str = ""
+    metric: str | None = None
+    at_train: tuple[int, float] | None = None  # (length, mean accuracy) at the longest training length
+    at_longest: tuple[int, float] | None = None  # the same at the longest evaluated length
+
+
+class Checker:
+    """Checks jobs against their records; reads each record once (datasets are shared by cells)."""
+
+    def __init__(self):
+        self.records: dict[str, dict | str] = {}  # path -> record, or the error reading it
+
+    def record(self, path: str) -> dict | str:
+        if path not in self.records:
+            try:
+                self.records[path] = read_record(path)
+            except Exception as err:  # noqa: BLE001 - missing or unreadable record: a reason to remake
+                self.records[path] = f"no readable provenance record ({err})"
+        return self.records[path]
+
+    def reasons(self, job: Job, task: str) -> list[str]:
+        """Why Snakemake would rerun ``job`` (empty: it would not)."""
+        missing = [path for path in job.outputs if not Path(path).exists()]
+        if missing:
+            return [f"{job.name}: {missing[0]} missing"]
+        record = self.record(job.artifact)
+        if isinstance(record, str):
+            return [f"{job.name}: {job.artifact}: {record}"]
+        found = []
+        if record.get("config_hash") != config_hash(job.spec):
+            found.append(f"{job.name} config changed ({_diff(record.get('config', {}), job.spec)})")
+        if record.get("code", {}).get("stage_digest") != stage_digest(job.stage, task):
+            found.append(f"{job.name} code changed ({job.stage} sources)")
+        for role, path in job.inputs.items():
+            upstream = self.record(path)
+            recorded = record.get("inputs", {}).get(role, {}).get("sha256")
+            now = upstream.get("artifact", {}).get("sha256") if isinstance(upstream, dict) else None
+            if now is not None and recorded != now:
+                found.append(f"{role} remade after {job.name}")
+        return found
+
+
+def _diff(recorded: dict, expected: dict, limit: int = 3) -> str:
+    """The first ``limit`` differing fields as ``a.b: old -> new``."""
+    old, new = _flatten(recorded), _flatten(expected)
+    keys = sorted(key for key in old.keys() | new.keys() if old.get(key, "unset") != new.get(key, "unset"))
+    shown = [f"{key}: {old.get(key, 'unset')} -> {new.get(key, 'unset')}" for key in keys[:limit]]
+    more = f", {len(keys) - limit} more" if len(keys) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _flatten(value: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        flat.update(_flatten(item, name + ".") if isinstance(item, dict) and item else {name: item})
+    return flat
+
+
+def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> CellStatus:
+    """State, note and headline numbers of one cell."""
+    checker = checker or Checker()
+    chain = cell_jobs(config, cell)
+    evaluation = chain[-1]
+    if not Path(evaluation.artifact).exists():
+        return CellStatus(cell, "missing", _progress(chain))
+    reasons = [reason for job in chain for reason in checker.reasons(job, cell["task"])]
+    status = CellStatus(cell, "stale" if reasons else "done", "; ".join(reasons))
+    try:
+        status.metric, status.at_train, status.at_longest = headline(config, cell, evaluation.artifact)
+    except Exception as err:  # noqa: BLE001 - a damaged table: say so, keep the other cells
+        status.state, status.note = "stale", f"{evaluation.artifact}: unreadable ({err})"
+    return status
+
+
+def _progress(chain: list[Job]) -> str:
+    """How far a cell without an accuracy table got."""
+    done = [job.name for job in chain[:-1] if all(Path(p).exists() for p in job.outputs)]
+    if "train" in done:
+        return "trained, not evaluated"
+    return f"has {' and '.join(done)}" if done else "nothing run"
+
+
+# --- headline numbers ---
+
+
+def headline_metric(task: str, variant: str) -> str:
+    return HEADLINE_METRIC.get((task, variant), DEFAULT_METRIC)
+
+
+def longest_train_length(config: dict, task: str) -> int:
+    """The longest training sample's length, in the units of the accuracy table's ``length``."""
+    data = config[task]["data"]
+    return 2 * data["l_max"] if jobs.LAYOUTS[task].by_k_train else data["n_max"]
+
+
+def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float] | None, tuple[int, float] | None]:
+    """The cell's metric and its mean accuracy (over k_test where the task has it) at the longest
+    evaluated length within the training lengths, and at the longest evaluated length."""
+    import polars as pl
+
+    metric = headline_metric(cell["task"], cell["variant"])
+    frame = pl.read_parquet(path, columns=["length", "metric", "accuracy"]).filter(pl.col("metric") == metric)
+    if frame.is_empty():
+        return metric, None, None
+    means = dict(frame.group_by("length").agg(pl.col("accuracy").mean()).iter_rows())
+    lengths = sorted(means)
+    within = [length for length in lengths if length <= longest_train_length(config, cell["task"])]
+    at_train = (within[-1], means[within[-1]]) if within else None
+    return metric, at_train, (lengths[-1], means[lengths[-1]])
+
+
+# --- the whole config ---
+
+
+def config_status(config: dict, tasks: list[str] | None = None) -> list[CellStatus]:
+    """Every cell of the config's synthetic tasks (or of ``tasks``), in config order."""
+    checker = Checker()
+    chosen = jobs.tasks(config) if tasks is None else [t for t in jobs.tasks(config) if t in tasks]
+    return [cell_status(config, cell, checker) for task in chosen for cell in jobs.cells(config, task)]
+
+
+def format_status(statuses: list[CellStatus]) -> str:
+    """An aligned table, one row per cell, and a count per state."""
+    header = ["task", "variant", "scheme", "seed", "state", "metric", "acc@train_max", "acc@longest", "note"]
+    rows = [[s.cell["task"], s.cell["variant"], s.cell["scheme"], str(s.cell["seed"]), s.state,
+             s.metric or "-", _point(s.at_train), _point(s.at_longest), s.note] for s in statuses]
+    counts = ", ".join(f"{sum(s.state == state for s in statuses)} {state}" for state in STATES)
+    return "\n".join([*aligned([header, *rows]), f"{len(statuses)} cells: {counts}"])
+
+
+def _point(point: tuple[int, float] | None) -> str:
+    return "-" if point is None else f"{point[1]:.2f}@{point[0]}"
+
+
+def aligned(rows: list[list[str]]) -> list[str]:
+    """Rows padded to left-aligned columns two spaces apart (the last column unpadded)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in rows]

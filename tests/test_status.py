@@ -1,0 +1,164 @@
+"""`lengthgen status`: every cell of a config as done, missing or stale, with its headline accuracy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from pipeline_src import status as status_module
+from pipeline_src.canonical import canonical_json
+from pipeline_src.cli import main
+from pipeline_src.status import StatusError, cell_jobs, load_config
+from tests.conftest import TINY_MODEL, TINY_TRAIN
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = {  # one sparse parity variant and scheme, two seeds; trained and evaluated in seconds
+    "tasks": ["sparse_parity"],
+    "sparse_parity": {
+        "schemes": ["rope_pose"], "k_train": [2], "seeds": [0, 1],
+        "data": {"n_train": 300},
+        "eval": {"k_test": [1, 2], "lengths": [20, 50, 60], "n_per_cell": 6, "batch_size": 8},
+        "model": TINY_MODEL, "train": {**TINY_TRAIN, "lr": 1.0e-3, "betas": [0.9, 0.999]},
+    },
+}
+
+
+def run_job(*args: str) -> None:
+    done = CliRunner().invoke(main, list(args))
+    assert done.exit_code == 0, done.output
+
+
+def make_cell(config: dict, cell: dict) -> None:
+    """Run the four jobs of ``cell`` with the CLI commands and specs the workflow uses."""
+    train_data, eval_data, training, evaluation = cell_jobs(config, cell)
+    for job in (train_data, eval_data):
+        run_job("generate", "--rule", "test", "--spec", canonical_json(job.spec), "--out", job.artifact)
+    model_dir = str(Path(training.artifact).parent)
+    run_job("train", "--spec", canonical_json(training.spec), "--train-data", train_data.artifact,
+            "--out-dir", model_dir)
+    run_job("evaluate", "--spec", canonical_json(evaluation.spec), "--model-dir", model_dir,
+            "--eval-data", eval_data.artifact, "--out", evaluation.artifact)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """A working directory with the default config, config/tiny.yaml, and seed 0 of its one cell
+    pair run (seed 1 not)."""
+    folder = tmp_path_factory.mktemp("pipeline")
+    (folder / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", folder / "config" / "config.yaml")
+    (folder / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        config = load_config([Path("config/tiny.yaml")])
+        make_cell(config, {"task": "sparse_parity", "variant": "k2", "scheme": "rope_pose", "seed": 0})
+    return folder
+
+
+@pytest.fixture
+def workdir(built, tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "pipeline"
+    shutil.copytree(built, folder)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def override(name: str, body: dict) -> str:
+    Path("config", name).write_text(yaml.safe_dump(body))
+    return f"config/{name}"
+
+
+def status_rows(*configfiles: str) -> dict[int, dict[str, str]]:
+    """Seed -> the row of the status table (column name -> value), and checks the last line."""
+    args = ["status"] + [arg for f in configfiles for arg in ("--configfile", f)]
+    shown = CliRunner().invoke(main, args)
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.rstrip("\n").splitlines()
+    header = lines[0].split()
+    starts = [lines[0].index(name) for name in header]
+    rows = {}
+    for line in lines[1:-1]:
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None])]
+        row = dict(zip(header, cells))
+        rows[int(row["seed"])] = row
+    assert lines[-1].startswith(f"{len(rows)} cells:")
+    return rows
+
+
+def test_done_and_missing_cells(workdir):
+    rows = status_rows("config/tiny.yaml")
+    assert rows[0]["state"] == "done" and rows[0]["note"] == ""
+    assert rows[0]["metric"] == "answer"
+    # longest training length 2 * l_max = 50 (an evaluated length); longest evaluated 60
+    assert rows[0]["acc@train_max"].endswith("@50") and rows[0]["acc@longest"].endswith("@60")
+    assert 0.0 <= float(rows[0]["acc@longest"].split("@")[0]) <= 1.0
+    assert rows[1]["state"] == "missing" and rows[1]["acc@longest"] == "-"
+    assert rows[1]["note"] == "has train data and eval data"  # the datasets are shared by the seeds
+
+
+def test_changed_training_value_makes_the_cell_stale(workdir):
+    more = override("more.yaml", {"sparse_parity": {"train": {"steps": 13}}})
+    rows = status_rows("config/tiny.yaml", more)  # merged in order over config/config.yaml
+    assert rows[0]["state"] == "stale"
+    assert rows[0]["note"] == "train config changed (train.steps: 12 -> 13)"
+    assert rows[0]["acc@longest"] != "-"  # the old result is still shown
+    assert rows[1]["state"] == "missing"
+
+
+def test_changed_evaluation_or_data_value_names_that_job(workdir):
+    more = override("eval.yaml", {"sparse_parity": {"eval": {"batch_size": 4}}})
+    assert status_rows("config/tiny.yaml", more)[0]["note"] == "evaluate config changed (batch_size: 8 -> 4)"
+    more = override("data.yaml", {"sparse_parity": {"data": {"n_train": 400}}})
+    assert status_rows("config/tiny.yaml", more)[0]["note"] == (
+        "train data config changed (params.n_samples: 300 -> 400)")
+
+
+def test_changed_code_makes_the_cell_stale(workdir, monkeypatch):
+    real = status_module.stage_digest
+    monkeypatch.setattr(status_module, "stage_digest",
+                        lambda stage, task=None: "edited" if stage == "evaluate" else real(stage, task))
+    row = status_rows("config/tiny.yaml")[0]
+    assert row["state"] == "stale" and row["note"] == "evaluate code changed (evaluate sources)"
+
+
+def test_remade_model_or_missing_output_makes_the_cell_stale(workdir):
+    model_dir = Path("results/train/sparse_parity/rope_pose/k2/seed0")
+    side = model_dir / "model.safetensors.prov.json"
+    record = json.loads(side.read_text())
+    record["artifact"]["sha256"] = "0" * 64  # as if retrained after the evaluation
+    side.write_text(json.dumps(record))
+    assert status_rows("config/tiny.yaml")[0]["note"] == "model remade after evaluate"
+    (model_dir / "summary.json").unlink()
+    note = status_rows("config/tiny.yaml")[0]["note"]
+    assert note.split("; ") == [f"train: {model_dir / 'summary.json'} missing", "model remade after evaluate"]
+
+
+def test_load_config_merges_like_snakemake(workdir):
+    more = override("more.yaml", {"sparse_parity": {"seeds": [5], "eval": {"batch_size": 4}}})
+    config = load_config([Path("config/tiny.yaml"), Path(more)])
+    section = config["sparse_parity"]
+    assert section["seeds"] == [5]  # lists are replaced
+    assert section["eval"]["batch_size"] == 4 and section["eval"]["n_per_cell"] == 6  # dicts merged
+    assert section["data"]["l_max"] == 25  # from config/config.yaml
+
+
+def test_bad_configs_name_the_file(workdir):
+    bad = override("bad.yaml", {"sparse_parity": {"no_such_field": 1}})
+    with pytest.raises(StatusError, match="config/bad.yaml"):
+        load_config([Path(bad)])
+    with pytest.raises(StatusError, match="config/absent.yaml: config file not found"):
+        load_config([Path("config/absent.yaml")])
+    shown = CliRunner().invoke(main, ["status", "--configfile", bad])
+    assert shown.exit_code != 0 and "config/bad.yaml" in shown.output
+
+
+def test_task_filter(workdir):
+    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity"])
+    assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 stale, 1 missing")
+    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "parity_scratchpad"])
+    assert shown.exit_code != 0 and "not synthetic tasks of this config: parity_scratchpad" in shown.output
