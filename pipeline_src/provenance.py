@@ -115,6 +115,16 @@ def library_versions() -> dict:
     return versions
 
 
+def report_metadata() -> dict[str, str]:
+    """The landing page of ``snakemake --report`` (workflow/report/metadata.yaml): the git commit
+    and dirty flag of this checkout, the package version and every library version."""
+    code = code_version()
+    dirty = {True: "yes (uncommitted changes)", False: "no", None: "unknown"}[code["git_dirty"]]
+    meta = {"git commit": code["git_commit"], "uncommitted changes": dirty, "lengthgen": code["package_version"]}
+    meta.update({name: version or "not installed" for name, version in library_versions().items()})
+    return meta
+
+
 def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
                  seeds: dict | None = None, task: str | None = None) -> dict:
     """The provenance record of an artifact about to be written; ``task`` narrows the code digest to

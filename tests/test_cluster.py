@@ -21,7 +21,7 @@ GPU_RULES = {"train", "evaluate", "language_train", "language_eval", "language_i
 
 def slurm_dry_run(workdir: Path, env: dict[str, str]) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "all", "-n", "--workflow-profile", "workflow/profiles/slurm",
+        [sys.executable, "-m", "snakemake", "all", "-n", "--workflow-profile", "profiles/slurm",
          "--configfile", "config/smoke.yaml"],
         cwd=workdir, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -41,9 +41,9 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
 
 
 def copy_workflow(workdir: Path) -> Path:
-    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/) and no results."""
+    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/) and no results."""
     shutil.copy(REPO / "Snakefile", workdir)
-    for folder in ("workflow", "config"):
+    for folder in ("workflow", "config", "profiles"):
         shutil.copytree(REPO / folder, workdir / folder)
     return workdir
 
@@ -134,9 +134,15 @@ def test_lint_is_clean(pipeline):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_report_bundles_every_figure(pipeline):
-    snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
-    assert (pipeline / "report.html").stat().st_size > 0
+def test_report_bundles_every_figure_with_its_config_and_the_code_version(pipeline):
+    done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
+    assert "workflow specific profile profiles/default" in done.stdout + done.stderr  # applied by itself
+    html = (pipeline / "report.html").read_text()
+    for figure in FIGURES:
+        assert f"{figure}.png" in html
+    # captions name each synthetic figure's seeds and sizes; the landing page the code version
+    assert html.count("This run") == 4 and "training steps of batch" in html
+    assert "uncommitted changes" in html and "git commit" in html and "torch" in html
 
 
 TINY = {  # one task, two cells (seeds 0 and 1), each a few seconds from data to accuracy
