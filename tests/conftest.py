@@ -42,3 +42,14 @@ def train_data(tmp_path):
 def eval_data(tmp_path):
     return write_dataset(tmp_path / "eval.parquet", "eval",
                          {"k_test": [1, 2], "lengths": [20, 60], "n_per_cell": 6}, seed=2)
+
+
+def private_copy(built, tmp_path, monkeypatch, name: str):
+    """A copy of the module-scoped folder ``built`` under ``tmp_path``, made the working directory
+    (tests may edit it without touching other tests' files)."""
+    import shutil
+
+    folder = tmp_path / name
+    shutil.copytree(built, folder)
+    monkeypatch.chdir(folder)
+    return folder

@@ -14,7 +14,7 @@ from pipeline_src import status as status_module
 from pipeline_src.canonical import canonical_json
 from pipeline_src.cli import main
 from pipeline_src.status import StatusError, cell_jobs, load_config
-from tests.conftest import TINY_MODEL, TINY_TRAIN
+from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = {  # one sparse parity variant and scheme, two seeds; trained and evaluated in seconds
@@ -62,10 +62,7 @@ def built(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def workdir(built, tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "pipeline"
-    shutil.copytree(built, folder)
-    monkeypatch.chdir(folder)
-    return folder
+    return private_copy(built, tmp_path, monkeypatch, "pipeline")
 
 
 def override(name: str, body: dict) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from pipeline_src.cli import main
 from pipeline_src.evaluate import evaluate
 from pipeline_src.train import train
 from pipeline_src.verify import verify
-from tests.conftest import tiny_train_spec, write_dataset
+from tests.conftest import private_copy, tiny_train_spec, write_dataset
 
 CHAIN = ("acc.parquet", "model/model.safetensors", "train.parquet", "eval.parquet")
 
@@ -35,10 +34,7 @@ def built_chain(tmp_path_factory) -> Path:
 @pytest.fixture
 def chain(built_chain, tmp_path, monkeypatch) -> Path:
     """A private copy of the chain, as the working directory."""
-    folder = tmp_path / "chain"
-    shutil.copytree(built_chain, folder)
-    monkeypatch.chdir(folder)
-    return folder
+    return private_copy(built_chain, tmp_path, monkeypatch, "chain")
 
 
 def run_verify(artifact: str = "acc.parquet"):
