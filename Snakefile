@@ -1,6 +1,10 @@
 # lengthgen: reproduces "The Role of Sparsity for Length Generalization" (Golowich et al., ICML 2025).
 # Run `snakemake --cores N all`; see README.md and config/README.md.
+import sys
+
 from snakemake.utils import min_version, validate
+
+from pipeline_src.status import unfinished_warning
 
 min_version("9.0")
 
@@ -24,3 +28,12 @@ rule all:
     input:
         [path for paths in FIGURES.values() for path in paths],
         [path for paths in LANGUAGE_FIGURES.values() for path in paths],
+
+
+# Cells that did not finish (training diverged, or a training job failed), on the console at the end.
+onsuccess:
+    print(unfinished_warning(), file=sys.stderr, end="")
+
+
+onerror:
+    print(unfinished_warning(), file=sys.stderr, end="")

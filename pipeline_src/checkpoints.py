@@ -20,11 +20,13 @@ class CheckpointError(RuntimeError):
     """A model or resume file that cannot be used as it is."""
 
 
-def save_model(model: Decoder, out_dir: Path, description: dict, record: dict) -> None:
+def save_model(model: Decoder, out_dir: Path, description: dict, record: dict, *, with_weights: bool = True) -> None:
     """Write ``model.safetensors`` (+ sidecar) and ``model.json`` (config, task, scheme, vocab); the
-    weights are written from CPU copies wherever the model is."""
+    weights are written from CPU copies wherever the model is. Without ``with_weights`` (a run that
+    diverged) the weights file holds no tensors, only the provenance record."""
     out_dir = Path(out_dir)
-    tensors = {name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}  # from any device
+    tensors = ({name: t.detach().cpu().contiguous() for name, t in model.state_dict().items()}  # from any device
+               if with_weights else {})
     attach(out_dir / "model.safetensors", record, lambda tmp, meta: save_file(tensors, tmp, metadata=meta))
     body = {**description, "model_config": model.cfg.to_dict()}
     sidecar_path(out_dir / "model.json").unlink(missing_ok=True)  # never pair the new file with an old record
@@ -32,11 +34,24 @@ def save_model(model: Decoder, out_dir: Path, description: dict, record: dict) -
     write_sidecar(out_dir / "model.json", record)
 
 
-def load_model(model_dir: Path) -> tuple[Decoder, dict]:
-    """The trained model of ``model_dir`` in eval mode, and its description."""
-    model_dir = Path(model_dir)
+def read_description(model_dir: Path) -> dict:
+    """The description (``model.json``) of the model in ``model_dir``."""
     try:
-        description = json.loads((model_dir / "model.json").read_text())
+        return json.loads((Path(model_dir) / "model.json").read_text())
+    except (OSError, ValueError) as err:
+        raise CheckpointError(f"{model_dir}: cannot read model.json ({err})") from None
+
+
+def load_model(model_dir: Path) -> tuple[Decoder, dict]:
+    """The trained model of ``model_dir`` in eval mode, and its description. A model whose training
+    diverged has no weights: a :class:`CheckpointError` saying so."""
+    model_dir = Path(model_dir)
+    description = read_description(model_dir)
+    if description.get("diverged"):
+        diverged = description["diverged"]
+        raise CheckpointError(f"{model_dir}: training diverged at step {diverged['step']} ({diverged['reason']}); "
+                              "the model has no weights")
+    try:
         cfg = ModelConfig.from_dict(description["model_config"])
         weights = load_file(model_dir / "model.safetensors")
     except (OSError, ValueError, KeyError) as err:

@@ -19,7 +19,10 @@ length R (a generation that stopped early counts its missing tokens as wrong):
 * ``answer``: the generated token at R + ``task.answer_index`` equals the answer token;
 * ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
 
-Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`.
+Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`. A
+model whose training diverged (see :mod:`pipeline_src.train`) is not decoded: its table has every
+row of the grid with ``n`` samples and no ``correct``, ``accuracy`` or interval (null), so figures
+name the cell and leave it out of the means.
 
 Decoding runs on the device of ``spec["device"]`` (see :mod:`pipeline_src.device`), in bf16
 autocast on CUDA when ``spec["precision"]`` (the task's ``train.precision``) is ``bf16``; on the
@@ -33,13 +36,14 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import polars as pl
 import torch
 
 from . import datasets
 from .accuracy_schema import METRICS, AccuracySchema
 from .batches import SequenceTable
-from .checkpoints import load_model
+from .checkpoints import load_model, read_description
 from .decoding import greedy_decode
 from .device import describe_device, inference_autocast, resolve_device
 from .positions import eval_position_ids, get_scheme
@@ -59,15 +63,23 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
-    model, description = load_model(model_dir)
-    model.to(device)
+    description = read_description(model_dir)
+    diverged = description.get("diverged")
+    model = None if diverged else load_model(model_dir)[0].to(device)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
     frame = datasets.read(eval_data, task.schema).with_row_index("row")
     columns = list(task.cell_columns)
     cells = sorted(frame.partition_by(columns, as_dict=True, maintain_order=True).items())
     results = []
+    if diverged:
+        say(f"{model_dir}: training diverged at step {diverged['step']} ({diverged['reason']}); "
+            f"{len(cells)} cells recorded without accuracy")
     for i, (key, cell) in enumerate(cells):
         keys = dict(zip(columns, key))
+        if diverged:
+            results += [(keys.get("k"), keys["length"], metric, len(cell), None)
+                        for metric in METRICS if metric != "position_match" or scheme.predicts_positions]
+            continue
         name = ", ".join(f"{column}={value}" for column, value in keys.items())
         table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
         table.positions = eval_position_ids(scheme, table.positions)
@@ -157,11 +169,16 @@ def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None
 
 
 def _accuracy_frame(rows: list[tuple], description: dict) -> pl.DataFrame:
+    """The table of ``rows`` (k, length, metric, n, correct); ``correct`` None (a diverged model)
+    leaves the accuracy and its interval null."""
     frame = pl.DataFrame(rows, schema={"k": pl.Int32, "length": pl.Int32, "metric": pl.String, "n": pl.Int64,
                                        "correct": pl.Int64}, orient="row")
-    low, high = wilson_interval(frame["correct"].to_numpy(), frame["n"].to_numpy())
+    scored = frame["correct"].is_not_null().to_numpy()
+    low, high = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
+    low[scored], high[scored] = wilson_interval(frame["correct"].to_numpy()[scored], frame["n"].to_numpy()[scored])
     return frame.select(
         task=pl.lit(description["task"]), variant=pl.lit(description["variant"]),
         scheme=pl.lit(description["scheme"]), k_train=pl.lit(description["k_train"], dtype=pl.Int32),
         seed=pl.lit(description["seed"], dtype=pl.Int64), k="k", length="length", metric="metric", n="n",
-        correct="correct", accuracy=pl.col("correct") / pl.col("n"), ci_low=pl.Series(low), ci_high=pl.Series(high))
+        correct="correct", accuracy=pl.col("correct") / pl.col("n"),
+        ci_low=pl.Series(low, nan_to_null=True), ci_high=pl.Series(high, nan_to_null=True))

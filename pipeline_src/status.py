@@ -1,4 +1,5 @@
-"""Where every experiment cell of a config stands (``lengthgen status``): done, missing or stale.
+"""Where every experiment cell of a config stands (``lengthgen status``): done, diverged, stale or
+missing.
 
 A cell (task, variant, scheme, seed) is made by four jobs, as in ``workflow/rules``: its training
 set and evaluation set, its training and its evaluation (``accuracy.parquet``). Its state:
@@ -8,7 +9,12 @@ set and evaluation set, its training and its evaluation (``accuracy.parquet``). 
   another config subset (its ``config_hash``) or another code digest (``stage_digest``) than the
   current config and sources give, an output of the chain is missing, or an input was remade after
   the job that read it (its sidecar's SHA-256 differs from the one the reader recorded);
-* ``done``: none of that.
+* ``done``: none of that;
+* ``diverged``: done, but the cell's training diverged (its summary says at which step): the
+  figures name it and leave it out of the means.
+
+A missing cell whose training log exists but whose model does not is noted as failed or running,
+with the log's path: after a ``--keep-going`` run, the cells that failed.
 
 The expected config subsets come from the same builders (:mod:`pipeline_src.config`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
@@ -20,6 +26,7 @@ then the schema's defaults and the cross-field checks. Files are not re-hashed h
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +43,7 @@ TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summar
 HEADLINE_METRIC = {("parity_scratchpad", "scratchpad"): "exact_match",
                    ("variable_assignment", "scratchpad"): "exact_match"}
 DEFAULT_METRIC = "answer"
-STATES = ("done", "stale", "missing")
+STATES = ("done", "diverged", "stale", "missing")
 
 
 class StatusError(ValueError):
@@ -202,9 +209,12 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
     chain = cell_jobs(config, cell)
     evaluation = chain[-1]
     if not Path(evaluation.artifact).exists():
-        return CellStatus(cell, "missing", _progress(chain))
+        return CellStatus(cell, "missing", _progress(chain, cell))
     reasons = [reason for job in chain for reason in checker.reasons(job, cell["task"])]
     status = CellStatus(cell, "stale" if reasons else "done", "; ".join(reasons))
+    diverged = _divergence(_summary(chain[-2]))
+    if diverged and not reasons:
+        status.state, status.note = "diverged", diverged
     try:
         status.metric, status.at_train, status.at_longest = headline(config, cell, evaluation.artifact)
     except Exception as err:  # noqa: BLE001 - a damaged table: say so, keep the other cells
@@ -212,12 +222,28 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
     return status
 
 
-def _progress(chain: list[Job]) -> str:
+def _progress(chain: list[Job], cell: dict) -> str:
     """How far a cell without an accuracy table got."""
     done = [job.name for job in chain[:-1] if all(Path(p).exists() for p in job.outputs)]
     if "train" in done:
-        return "trained, not evaluated"
+        return f"{_divergence(_summary(chain[-2])) or 'trained'}, not evaluated"
+    log = Path(f"results/logs/train/{cell_dir(cell)}.log")
+    if log.exists():
+        return f"training failed or still running: see {log}"
     return f"has {' and '.join(done)}" if done else "nothing run"
+
+
+def _summary(train: Job) -> Path:
+    return Path(train.outputs[TRAIN_OUTPUTS.index("summary.json")])
+
+
+def _divergence(summary: Path) -> str:
+    """'training diverged at step N (reason)' when the training summary ``summary`` records it, else ''."""
+    try:
+        diverged = json.loads(Path(summary).read_text()).get("diverged")
+    except (OSError, ValueError):
+        return ""
+    return f"training diverged at step {diverged['step']} ({diverged['reason']})" if diverged else ""
 
 
 # --- headline numbers ---
@@ -268,8 +294,32 @@ def format_status(statuses: list[CellStatus]) -> str:
     return "\n".join([*aligned([header, *rows]), f"{len(statuses)} cells: {counts}"])
 
 
-def _point(point: tuple[int, float] | None) -> str:
-    return "-" if point is None else f"{point[1]:.2f}@{point[0]}"
+def unfinished_cells(results: Path = Path("results")) -> dict[str, str | list[str]]:
+    """What the report's landing page says about the cells on disk that did not finish: those whose
+    training diverged (and the step) and those whose training job left a log but no model (failed,
+    e.g. in a ``--keep-going`` run). Found under ``results`` whatever the config; "none" if none."""
+    diverged = []
+    for summary in sorted(Path(results, "train").glob("*/*/*/seed*/summary.json")):
+        note = _divergence(summary)
+        if note:
+            diverged.append(f"{summary.parent.relative_to(Path(results, 'train'))}: {note}")
+    failed = [str(log) for log in sorted(Path(results, "logs", "train").glob("*/*/*/seed*.log"))
+              if not Path(results, "train", log.relative_to(Path(results, "logs", "train")).with_suffix(""),
+                          "model.safetensors").exists()]
+    return {"cells whose training diverged": diverged or "none",
+            "training jobs that failed (their log, no model)": failed or "none"}
+
+
+def unfinished_warning(results: Path = Path("results")) -> str:
+    """The lines (newline-terminated) the workflow prints at its end, success or error, when cells
+    under ``results`` did not finish (see :func:`unfinished_cells`); empty when every cell did."""
+    found = {title: found for title, found in unfinished_cells(results).items() if found != "none"}
+    lines = [f"WARNING: {title}:\n" + "\n".join(f"  {item}" for item in items) for title, items in found.items()]
+    return "".join(line + "\n" for line in (lines + ["(lengthgen status: every cell's state)"] if lines else []))
+
+
+def _point(point: tuple[int, float | None] | None) -> str:
+    return "-" if point is None or point[1] is None else f"{point[1]:.2f}@{point[0]}"
 
 
 def aligned(rows: list[list[str]]) -> list[str]:

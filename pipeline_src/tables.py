@@ -1,6 +1,7 @@
 """Accuracy tables for reading results without opening a figure: one row per training run
 (variant, scheme, and k_test where the task has one), one column per evaluation length, each entry
-the mean accuracy over seeds of one metric. Printed as Markdown.
+the mean accuracy over seeds of one metric. Printed as Markdown. A run whose training diverged has
+no accuracy: it takes no part in the means, and ``seeds`` counts only the seeds that have one.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def accuracy_table(paths: list[Path], metric: str) -> pl.DataFrame:
         raise ValueError(f"no rows with metric {metric!r} in the {len(paths)} given files")
     keys = ["task", "variant", "scheme", "k_train", "k"]
     means = (frame.group_by([*keys, "length"])
-             .agg(mean=pl.col("accuracy").mean(), seeds=pl.col("seed").n_unique())
+             .agg(mean=pl.col("accuracy").mean(), seeds=pl.col("accuracy").count())
              .sort("length"))
     seeds = means.group_by(keys).agg(seeds=pl.col("seeds").min())
     wide = means.pivot(on="length", index=keys, values="mean", sort_columns=False)

@@ -3,8 +3,14 @@ clipping, loss on response tokens only. Under Predictive Position Coupling (sche
 CE(next token) + w * CE(next token's position ID) on the same response tokens. Resumable: the whole state (weights, optimizer, random
 generator, log) is checkpointed atomically, so a killed run that restarts ends with the same
 weights as one that never stopped. A NaN or infinite loss, gradient norm or weight stops the run
-with :class:`TrainingDiverged` naming the cell and the step, before anything non-finite is
-checkpointed, so the last good checkpoint is kept.
+naming the cell and the step, before anything non-finite is checkpointed, so the last good checkpoint
+is kept. For a synthetic task the divergence is the cell's result: the run writes its outputs with
+the divergence recorded (``diverged`` in ``summary.json`` and ``model.json``, the training log up to
+that step, a weights file without tensors), so evaluation, figures and the report show the failed
+cell (see :mod:`pipeline_src.evaluate`) and every other cell goes on. Rerunning the same config
+would diverge again (training is deterministic); a config change (a lower ``train.lr``) reruns it.
+The language model raises :class:`TrainingDiverged` instead: its analysis has no use for a failed
+model.
 
 The same loop trains the language model of the natural-language analysis (task ``language``,
 SPEC 6): only the *batch source* differs. A synthetic task draws length-grouped batches of its
@@ -51,7 +57,11 @@ HELDOUT_SCHEMA = {"step": pl.Int64, "heldout_loss": pl.Float64, "heldout_tokens"
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss, the gradient norm or the weights of a run became NaN or infinite."""
+    """The loss, the gradient norm or the weights of a run became NaN or infinite at ``step``."""
+
+    def __init__(self, message: str, step: int, reason: str):
+        super().__init__(message)
+        self.step, self.reason = step, reason
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
@@ -162,59 +172,65 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
     model.train()
-    while step < total:
-        if stop_at_step is not None and step >= stop_at_step:
-            return {"stopped_at": step}
-        lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        batch = source.next_batch(generator)
-        # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
-        positions = train_position_ids(scheme, batch.positions, batch.lengths + 1,
-                                       target_length=spec["positions"]["target_length"],
-                                       pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
-        positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
-        batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
-        with autocast(device, opt["precision"]):
-            out = model(batch.inputs, positions[:, :-1])
-        picked = out.token_logits[batch.loss_mask].float()
-        answer = batch.targets[batch.loss_mask]
-        loss = F.cross_entropy(picked, answer)
-        position_accuracy = float("nan")
-        if out.position_logits is not None:
-            picked_ids = out.position_logits[batch.loss_mask].float()
-            next_ids = positions[:, 1:][batch.loss_mask]
-            loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
-            position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
-        loss_value = loss.item()
-        if not math.isfinite(loss_value):
-            raise _diverged(spec, out_dir, step + 1, f"the loss is {loss_value}", resume_path, saved_step)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]).item()
-        if not math.isfinite(grad_norm):  # stop before the update writes NaN into the weights
-            raise _diverged(spec, out_dir, step + 1, f"the gradient norm is {grad_norm}", resume_path, saved_step)
-        optimizer.step()
-        step += 1
-        accuracy = (picked.argmax(-1) == answer).double().mean().item()
-        log.append((step, loss_value, accuracy, position_accuracy, lr, grad_norm, time.perf_counter() - started))
-        if source.heldout is not None and (step % spec["heldout"]["every"] == 0 or step == total):
-            heldout_log.append(_heldout_loss(model, source.heldout, step, opt, device))
-            say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
-        if step % opt["log_every"] == 0 or step == total:
-            _report(say, log, opt["log_every"], total)
-        checkpoint = step % opt["checkpoint_every"] == 0 and step < total
-        if (checkpoint or step == total) and not _finite(model):  # never save weights that are not finite
-            raise _diverged(spec, out_dir, step, "the weights are not finite", resume_path, saved_step)
-        if checkpoint:
-            state = {"config_hash": identity, "step": step, "model": model.state_dict(),
-                     "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
-                     "pending": source.pending}
-            if source.heldout is not None:
-                state["heldout_log"] = heldout_log
-            save_state(resume_path, state)
-            saved_step = step
-
+    try:
+        while step < total:
+            if stop_at_step is not None and step >= stop_at_step:
+                return {"stopped_at": step}
+            lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            batch = source.next_batch(generator)
+            # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
+            positions = train_position_ids(scheme, batch.positions, batch.lengths + 1,
+                                           target_length=spec["positions"]["target_length"],
+                                           pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
+            positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
+            batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
+            with autocast(device, opt["precision"]):
+                out = model(batch.inputs, positions[:, :-1])
+            picked = out.token_logits[batch.loss_mask].float()
+            answer = batch.targets[batch.loss_mask]
+            loss = F.cross_entropy(picked, answer)
+            position_accuracy = float("nan")
+            if out.position_logits is not None:
+                picked_ids = out.position_logits[batch.loss_mask].float()
+                next_ids = positions[:, 1:][batch.loss_mask]
+                loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
+                position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
+            loss_value = loss.item()
+            if not math.isfinite(loss_value):
+                raise _diverged(spec, out_dir, step + 1, f"the loss is {loss_value}", resume_path, saved_step)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]).item()
+            if not math.isfinite(grad_norm):  # stop before the update writes NaN into the weights
+                raise _diverged(spec, out_dir, step + 1, f"the gradient norm is {grad_norm}", resume_path, saved_step)
+            optimizer.step()
+            step += 1
+            accuracy = (picked.argmax(-1) == answer).double().mean().item()
+            log.append((step, loss_value, accuracy, position_accuracy, lr, grad_norm, time.perf_counter() - started))
+            if source.heldout is not None and (step % spec["heldout"]["every"] == 0 or step == total):
+                heldout_log.append(_heldout_loss(model, source.heldout, step, opt, device))
+                say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
+            if step % opt["log_every"] == 0 or step == total:
+                _report(say, log, opt["log_every"], total)
+            checkpoint = step % opt["checkpoint_every"] == 0 and step < total
+            if (checkpoint or step == total) and not _finite(model):  # never save weights that are not finite
+                raise _diverged(spec, out_dir, step, "the weights are not finite", resume_path, saved_step)
+            if checkpoint:
+                state = {"config_hash": identity, "step": step, "model": model.state_dict(),
+                         "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
+                         "pending": source.pending}
+                if source.heldout is not None:
+                    state["heldout_log"] = heldout_log
+                save_state(resume_path, state)
+                saved_step = step
+    except TrainingDiverged as err:
+        if spec["task"] == LANGUAGE:
+            raise
+        say(f"WARNING: {err}")
+        diverged = {"step": err.step, "reason": err.reason}
+        return _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device), diverged)
     summary = _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device))
     resume_path.unlink(missing_ok=True)
     return summary
@@ -263,7 +279,7 @@ def _diverged(spec: dict, out_dir: Path, step: int, what: str, resume_path: Path
     kept = (f"the last good checkpoint {resume_path} (step {saved_step}) is kept" if saved_step is not None
             else "no checkpoint had been written yet")
     return TrainingDiverged(f"training {cell} ({out_dir}) diverged at step {step}: {what}; {kept}. "
-                            "Lower train.lr (or raise warmup_steps) and rerun.")
+                            "Lower train.lr (or raise warmup_steps) and rerun.", step, what)
 
 
 def _heldout_loss(model: Decoder, windows: torch.Tensor, step: int, opt: dict, device: torch.device) -> tuple:
@@ -296,22 +312,27 @@ def _report(say, log, window: int, total: int) -> None:
 
 
 def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, out_dir: Path, rule: str,
-            device: str) -> dict:
-    """Write the model, the logs and the summary; ``device`` (described) goes into their records."""
+            device: str, diverged: dict | None = None) -> dict:
+    """Write the model, the logs and the summary; ``device`` (described) goes into their records.
+    ``diverged`` ({step, reason}) marks a run that diverged: recorded in the summary and the model
+    description, and the weights file holds no tensors."""
     record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
                           task=spec["task"] if spec["task"] != LANGUAGE else None)
     record["device"] = device  # where the model was trained (the last device, should a resume move it)
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "seed": spec["seed"], **source.description}
-    save_model(model, out_dir, description, record)
+    if diverged:
+        description["diverged"] = diverged
+    save_model(model, out_dir, description, record, with_weights=not diverged)
     frame = pl.DataFrame(log, schema=LOG_SCHEMA, orient="row")
     attach(out_dir / "train_log.parquet", record,
            lambda tmp, meta: frame.write_parquet(tmp, metadata=meta, statistics=False))
     tail = frame.tail(max(1, len(frame) // 10))
-    summary = {"steps": len(frame), "final_loss": float(tail["loss"].mean()),
-               "final_accuracy": float(tail["accuracy"].mean()), "parameters": model.num_parameters(),
-               "train_seconds": float(frame["seconds"].max()), "config_hash": record["config_hash"],
-               "device": device}
+    summary = {"steps": len(frame), "final_loss": tail["loss"].mean(), "final_accuracy": tail["accuracy"].mean(),
+               "parameters": model.num_parameters(), "train_seconds": frame["seconds"].max() or 0.0,
+               "config_hash": record["config_hash"], "device": device}
+    if diverged:
+        summary["diverged"] = diverged
     if source.heldout is not None:
         heldout = pl.DataFrame(heldout_log, schema=HELDOUT_SCHEMA, orient="row")
         attach(out_dir / "heldout_log.parquet", record,

@@ -135,6 +135,23 @@ def test_remade_model_or_missing_output_makes_the_cell_stale(workdir):
     assert note.split("; ") == [f"train: {model_dir / 'summary.json'} missing", "model remade after evaluate"]
 
 
+def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
+    """Seed 1 with a huge learning rate diverges: recorded, evaluated without accuracy, shown as
+    diverged with its step. A training that left only its log (a failed job) points to that log."""
+    huge = override("huge.yaml", {"sparse_parity": {"train": {"lr": 1.0e3, "checkpoint_every": 2}}})
+    config = load_config([Path("config/tiny.yaml"), Path(huge)])
+    make_cell(config, {"task": "sparse_parity", "variant": "k2", "scheme": "rope_pose", "seed": 1})
+    row = status_rows("config/tiny.yaml", huge)[1]
+    assert row["state"] == "diverged" and row["acc@longest"] == "-"
+    assert row["note"].startswith("training diverged at step ")
+    log = Path("results/logs/train/sparse_parity/rope_pose/k2/seed1.log")
+    shutil.rmtree("results/train/sparse_parity/rope_pose/k2/seed1")
+    shutil.rmtree("results/eval/sparse_parity/rope_pose/k2/seed1")
+    log.parent.mkdir(parents=True)
+    log.write_text("Traceback ...\n")
+    assert status_rows("config/tiny.yaml")[1]["note"] == f"training failed or still running: see {log}"
+
+
 def test_load_config_merges_like_snakemake(workdir):
     more = override("more.yaml", {"sparse_parity": {"seeds": [5], "eval": {"batch_size": 4}}})
     config = load_config([Path("config/tiny.yaml"), Path(more)])
@@ -156,6 +173,6 @@ def test_bad_configs_name_the_file(workdir):
 
 def test_task_filter(workdir):
     shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity"])
-    assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 stale, 1 missing")
+    assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 diverged, 0 stale, 1 missing")
     shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "parity_scratchpad"])
     assert shown.exit_code != 0 and "not synthetic tasks of this config: parity_scratchpad" in shown.output

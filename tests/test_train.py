@@ -141,19 +141,51 @@ def assert_good_checkpoint_kept(out_dir, spec, step: int) -> None:
     state = load_state(resume, config_hash(spec))
     assert state["step"] == step
     assert all(torch.isfinite(t).all() for t in state["model"].values())
-    assert not (out_dir / "model.safetensors").exists() and not (out_dir / "summary.json").exists()
+
+
+def diverged_run(spec, train_data, out_dir) -> tuple[dict, str]:
+    """Train ``spec`` expecting a divergence: its summary and the warning it printed."""
+    lines = []
+    summary = train(spec, train_data, out_dir, progress=lines.append)
+    warnings = [line for line in lines if line.startswith("WARNING: ")]
+    assert len(warnings) == 1, lines
+    return summary, warnings[0]
+
+
+def assert_divergence_recorded(out_dir, step: int, reason: str) -> None:
+    """The run's outputs all exist and say it diverged at ``step``; its weights file has no tensors
+    and loading the model is a named error, never a model."""
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["diverged"] == {"step": step, "reason": reason}
+    assert json.loads((out_dir / "model.json").read_text())["diverged"] == summary["diverged"]
+    assert load_file(out_dir / "model.safetensors") == {}
+    assert pl.read_parquet(out_dir / "train_log.parquet")["step"].to_list() == list(range(1, step))
+    with pytest.raises(CheckpointError, match=f"training diverged at step {step}"):
+        load_model(out_dir)
 
 
 def test_nan_loss_stops_naming_the_cell_and_step_and_keeps_the_last_checkpoint(tmp_path, train_data,
                                                                                 monkeypatch):
     spec = tiny_train_spec()  # checkpoints at steps 5 and 10
     nan_loss_from_call(monkeypatch, 8)
-    with pytest.raises(TrainingDiverged) as caught:
-        train(spec, train_data, tmp_path / "run", **quiet)
-    message = str(caught.value)
+    summary, message = diverged_run(spec, train_data, tmp_path / "run")
     assert "sparse_parity/rope_pose/k2/seed3" in message and str(tmp_path / "run") in message
     assert "diverged at step 8: the loss is nan" in message and "(step 5) is kept" in message
+    assert summary["diverged"]["step"] == 8 and summary["steps"] == 7
     assert_good_checkpoint_kept(tmp_path / "run", spec, 5)
+    assert_divergence_recorded(tmp_path / "run", 8, "the loss is nan")
+
+
+def test_the_language_model_raises_on_divergence_instead(tmp_path, train_data, monkeypatch):
+    """Only a synthetic cell records its divergence as a result; the language model's run fails."""
+    import pipeline_src.train as trainer
+
+    monkeypatch.setattr(trainer, "LANGUAGE", "sparse_parity")  # the tiny spec's task stands for it
+    monkeypatch.setattr(trainer, "LanguageSource", lambda spec, data, tokenizer: trainer.TaskSource(spec, data))
+    nan_loss_from_call(monkeypatch, 3)
+    with pytest.raises(TrainingDiverged, match="diverged at step 3"):
+        train(tiny_train_spec(), train_data, tmp_path / "run", **quiet)
+    assert not (tmp_path / "run" / "summary.json").exists()
 
 
 def test_non_finite_weights_are_never_checkpointed(tmp_path, train_data, monkeypatch):
@@ -178,18 +210,18 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path, train_data, monkeyp
 
     monkeypatch.setattr(trainer, "make_optimizer", poisoning_optimizer)
     spec = tiny_train_spec()
-    with pytest.raises(TrainingDiverged, match="diverged at step 10: the weights are not finite"):
-        train(spec, train_data, tmp_path / "run", **quiet)
+    _, message = diverged_run(spec, train_data, tmp_path / "run")
+    assert "diverged at step 10: the weights are not finite" in message
     assert_good_checkpoint_kept(tmp_path / "run", spec, 5)
 
 
 def test_huge_learning_rate_diverges_with_a_named_error(tmp_path, train_data):
     spec = tiny_train_spec(lr=1e3, checkpoint_every=2)
-    with pytest.raises(TrainingDiverged, match=r"sparse_parity/rope_pose/k2/seed3 .* diverged at step") as caught:
-        train(spec, train_data, tmp_path / "run", **quiet)
-    step = int(re.search(r"diverged at step (\d+)", str(caught.value))[1])
-    kept = int(re.search(r"\(step (\d+)\) is kept", str(caught.value))[1])
-    assert kept < step
+    summary, message = diverged_run(spec, train_data, tmp_path / "run")
+    assert re.search(r"sparse_parity/rope_pose/k2/seed3 .* diverged at step", message)
+    step = int(re.search(r"diverged at step (\d+)", message)[1])
+    kept = int(re.search(r"\(step (\d+)\) is kept", message)[1])
+    assert kept < step == summary["diverged"]["step"]
     assert_good_checkpoint_kept(tmp_path / "run", spec, kept)
 
 

@@ -145,32 +145,42 @@ def test_report_bundles_every_figure_with_its_config_and_the_code_version(pipeli
     assert "uncommitted changes" in html and "git commit" in html and "torch" in html
 
 
-TINY = {  # one task, two cells (seeds 0 and 1), each a few seconds from data to accuracy
+TINY_TRAIN = {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2, "checkpoint_every": 2}
+TINY = {  # sparse parity: two cells (seeds 0 and 1), each a few seconds from data to accuracy
     "tasks": ["sparse_parity"],
     "sparse_parity": {"schemes": ["rope"], "k_train": [2], "seeds": [0, 1],
                       "data": {"n_train": 100}, "eval": {"k_test": [2], "lengths": [60], "n_per_cell": 4},
-                      "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32},
-                      "train": {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2,
-                                "checkpoint_every": 2}},
+                      "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32}, "train": TINY_TRAIN},
+}
+DIVERGING = {  # parity, rope_pose with and without scratchpad (runs merge over the default's), at a
+    # learning rate no run survives: two cells, both diverged
+    "tasks": ["sparse_parity", "parity_scratchpad"],
+    "parity_scratchpad": {"runs": {"scratchpad": ["rope_pose"]}, "seeds": [0], "data": {"n_train": 100},
+                          "eval": {"lengths": [5, 20], "n_per_cell": 4},
+                          "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32},
+                          "train": {**TINY_TRAIN, "steps": 8, "lr": 1.0e6}},
 }
 
 
-def test_keep_going_finishes_every_cell_a_failed_one_does_not_block(tmp_path):
-    """One cell fails (a corrupt resume checkpoint in its folder); with --keep-going the other cell
-    is still trained and evaluated, the corrupt file is named and left as it was."""
+def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp_path):
+    """One cell's job fails (a corrupt resume checkpoint in its folder), two cells diverge. With
+    --keep-going the other sparse parity cell is still trained and evaluated, the corrupt file is
+    named and left as it was; the diverged cells are a result: their figure is made and names them.
+    The run ends naming both kinds of cell; the report of the figures that could be made lists them
+    on its landing page."""
     from pipeline_src import config as jobs
     from pipeline_src.canonical import config_hash
     from tests.test_config import DEFAULT, merged
 
     workdir = copy_workflow(tmp_path)
-    override = write_override(workdir, "tiny.yaml", TINY)
+    overrides = [write_override(workdir, "tiny.yaml", TINY), write_override(workdir, "diverging.yaml", DIVERGING)]
     spec = jobs.train_spec(merged(DEFAULT, TINY), "sparse_parity", "k2", "rope", 1)
     cell = "sparse_parity/rope/k2"
     resume = workdir / "results" / "train" / cell / "seed1" / f"resume-{config_hash(spec)[:16]}.pt"
     resume.parent.mkdir(parents=True)
     resume.write_bytes(b"half a checkpoint")
 
-    done = snakemake(workdir, "all", "--configfile", override, "--keep-going", check=False)
+    done = snakemake(workdir, "all", "--configfile", *overrides, "--keep-going", check=False)
     assert done.returncode != 0, "the failed cell fails the run"
     assert (workdir / "results" / "eval" / cell / "seed0" / "accuracy.parquet").exists(), done.stderr
     assert not (workdir / "results" / "train" / cell / "seed1" / "model.safetensors").exists()
@@ -178,6 +188,18 @@ def test_keep_going_finishes_every_cell_a_failed_one_does_not_block(tmp_path):
     log = (workdir / "results" / "logs" / "train" / cell / "seed1.log").read_text()
     assert f"{resume.name}: unreadable resume checkpoint" in log
     assert not (workdir / "results" / "figures" / "figure1.png").exists()
+    diverged = workdir / "results" / "train" / "parity_scratchpad" / "rope_pose" / "scratchpad" / "seed0"
+    assert "diverged" in (diverged / "summary.json").read_text(), done.stderr
+    assert (workdir / "results" / "figures" / "figure2.png").exists()
+    warning = done.stderr.split("WARNING: cells whose training diverged:\n")[-1]
+    assert warning.startswith("  parity_scratchpad/rope_pose/direct/seed0: training diverged at step"), done.stderr
+    assert f"training jobs that failed (their log, no model):\n  results/logs/train/{cell}/seed1.log" in warning
+
+    made = snakemake(workdir, "--report", "report.html", "figure2", "--configfile", *overrides)
+    html = (workdir / "report.html").read_text()
+    assert "figure2.png" in html and "figure1.png" not in html, made.stderr
+    assert "parity_scratchpad/rope_pose/scratchpad/seed0: training diverged at step" in html
+    assert f"results/logs/train/{cell}/seed1.log" in html
 
 
 @pytest.mark.parametrize("body, field", [

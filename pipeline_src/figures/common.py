@@ -1,4 +1,5 @@
-"""Shared figure plumbing: reading evaluation results, seed aggregation, reproducible saving."""
+"""Shared figure plumbing: reading evaluation results, seed aggregation, naming the runs whose
+training diverged (they have no accuracy and are left out of the means), reproducible saving."""
 
 from __future__ import annotations
 
@@ -25,11 +26,26 @@ def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
 
 
 def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Mean accuracy over seeds per ``keys`` with the seeds' min and max as the spread."""
+    """Mean accuracy over seeds per ``keys`` with the seeds' min and max as the spread; ``seeds``
+    counts the seeds with an accuracy (a diverged run has none: null mean where every seed diverged)."""
     return (frame.group_by(keys)
             .agg(mean=pl.col("accuracy").mean(), low=pl.col("accuracy").min(), high=pl.col("accuracy").max(),
-                 seeds=pl.col("seed").n_unique(), ci_low=pl.col("ci_low").mean(), ci_high=pl.col("ci_high").mean())
+                 seeds=pl.col("accuracy").count(), ci_low=pl.col("ci_low").mean(), ci_high=pl.col("ci_high").mean())
             .sort(keys))
+
+
+def diverged_runs(frame: pl.DataFrame) -> list[str]:
+    """task/scheme/variant seedN of every run in ``frame`` whose training diverged, sorted."""
+    failed = frame.filter(pl.col("accuracy").is_null()).select("task", "scheme", "variant", "seed").unique()
+    return [f"{task}/{scheme}/{variant} seed{seed}" for task, scheme, variant, seed in sorted(failed.iter_rows())]
+
+
+def note_diverged(fig, frame: pl.DataFrame) -> None:
+    """Name, under the figure, the runs of ``frame`` whose training diverged (nothing if none)."""
+    failed = diverged_runs(frame)
+    if failed:
+        fig.text(0.5, -0.01, "Training diverged (no accuracy; left out of the means): " + ", ".join(failed),
+                 ha="center", va="top", fontsize=8, color="tab:red", wrap=True)
 
 
 def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path], stage: str = "figures") -> None:

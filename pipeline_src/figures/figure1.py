@@ -11,7 +11,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from .common import mean_over_seeds, read_accuracy, save_figure
+from .common import note_diverged, mean_over_seeds, read_accuracy, save_figure
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:
@@ -23,7 +23,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     k_tests = sorted(set(summary["k"]))
     colours = plt.get_cmap("viridis")
     lengths = sorted(set(summary["length"]))
-    bottom = min(0.4, float(summary["low"].min()) - 0.05)
+    lowest = summary["low"].min()  # None where every run diverged
+    bottom = 0.4 if lowest is None else min(0.4, lowest - 0.05)
     fig, axes = plt.subplots(len(schemes), len(k_trains), squeeze=False, sharex=True, sharey=True,
                              figsize=(3.2 * len(k_trains) + 1.2, 2.6 * len(schemes) + 0.8),
                              layout="constrained")
@@ -54,4 +55,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="k_test", fontsize=8)
     fig.suptitle("Sparse parity: length generalization (mean over seeds, band = spread)", fontsize=10)
+    note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

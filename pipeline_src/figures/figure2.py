@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from . import lines
-from .common import read_accuracy, save_figure
+from .common import note_diverged, read_accuracy, save_figure
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure2") -> None:
@@ -26,4 +26,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
     fig.suptitle("Parity with a scratchpad: length generalization (mean over seeds, band = spread)", fontsize=10)
+    note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

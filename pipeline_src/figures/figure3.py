@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import read_accuracy, save_figure
+from .common import note_diverged, read_accuracy, save_figure
 
 PANELS = (  # title, metric, runs (variant, scheme)
     ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),
@@ -39,4 +39,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
             ax.legend(fontsize=7, loc="lower left")
         ax.set_xlabel("statements n")
     fig.suptitle("Variable assignment: length generalization (mean over seeds, band = spread)", fontsize=10)
+    note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import read_accuracy, save_figure
+from .common import note_diverged, read_accuracy, save_figure
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "sparse_parity_scratchpad") -> None:
@@ -32,4 +32,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "spars
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
     fig.suptitle("Sparse parity with a scratchpad: answer accuracy (mean over seeds, band = spread)", fontsize=10)
+    note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)
