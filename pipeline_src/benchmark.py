@@ -14,6 +14,9 @@ Three measurements on the current machine:
    position embedding tables; the LM head is included since it is a matmul);
 3. if ``transformers`` is installed, the same loop on an equivalently shaped
    ``GPTNeoXForCausalLM``, reported as the ratio ours / HF.
+
+All three run on ``device`` (``auto``: CUDA when present, as the pipeline's ``device`` setting), with
+training's bf16 autocast there (:func:`pipeline_src.device.autocast`); timings wait for the GPU.
 """
 
 from __future__ import annotations
@@ -23,19 +26,29 @@ import time
 import torch
 import torch.nn.functional as F
 
+from pipeline_src.device import autocast, describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
 
 VOCAB_SIZE = 16
 
 
-def matmul_flops_per_s(n: int = 2048, dtype: torch.dtype = torch.float32, reps: int = 5) -> float:
-    """FLOP/s of an n x n by n x n matmul (2 n^3 FLOPs each), after two warm-up products."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+def _wait(device: torch.device) -> None:
+    """Wait for the work queued on ``device`` (CUDA runs asynchronously), so timings are honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_flops_per_s(n: int = 2048, dtype: torch.dtype = torch.float32, reps: int = 5,
+                       device: torch.device = torch.device("cpu")) -> float:
+    """FLOP/s of an n x n by n x n matmul (2 n^3 FLOPs each) on ``device``, after two warm-up products."""
+    a, b = torch.randn(n, n, dtype=dtype, device=device), torch.randn(n, n, dtype=dtype, device=device)
     for _ in range(2):
         torch.matmul(a, b)
+    _wait(device)
     start = time.perf_counter()
     for _ in range(reps):
         torch.matmul(a, b)
+    _wait(device)
     return 2 * n**3 * reps / (time.perf_counter() - start)
 
 
@@ -49,11 +62,13 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> tuple[int, int]:
 
 
 def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, warmup, precision) -> float:
-    """Time ``steps`` AdamW training steps (after ``warmup`` untimed ones); return tokens/s."""
+    """Time ``steps`` AdamW training steps (after ``warmup`` untimed ones) on the device of
+    ``tokens``; return tokens/s."""
     optimizer = torch.optim.AdamW(params, lr=1e-3)
+    device = tokens.device
 
     def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+        with autocast(device, precision):
             logits = logits_fn(tokens, positions)
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
@@ -62,9 +77,11 @@ def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, wa
 
     for _ in range(warmup):
         step()
+    _wait(device)
     start = time.perf_counter()
     for _ in range(steps):
         step()
+    _wait(device)
     return tokens.numel() * steps / (time.perf_counter() - start)
 
 
@@ -88,25 +105,27 @@ def _build_hf(cfg: ModelConfig, seq_len: int):
 
 def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len: int = 64,
                   batch_size: int = 64, steps: int = 20, warmup: int = 3, threads: int | None = None,
-                  precision: str = "fp32", matmul_size: int = 2048) -> dict:
-    """Measure matmul FLOP/s and training tokens/s (ours and, if available, Hugging Face's)."""
+                  precision: str = "fp32", matmul_size: int = 2048, device: str = "auto") -> dict:
+    """Measure matmul FLOP/s and training tokens/s (ours and, if available, Hugging Face's) on
+    ``device`` (auto, cpu or cuda)."""
     if precision not in ("fp32", "bf16"):
         raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
     if threads is not None:
         torch.set_num_threads(threads)
+    device = resolve_device(device)
 
-    matmul = {"fp32": matmul_flops_per_s(matmul_size, torch.float32),
-              "bf16": matmul_flops_per_s(matmul_size, torch.bfloat16)}
+    matmul = {"fp32": matmul_flops_per_s(matmul_size, torch.float32, device=device),
+              "bf16": matmul_flops_per_s(matmul_size, torch.bfloat16, device=device)}
     cfg = ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
                       position_encoding="rope", max_positions=max(seq_len, 1024))
     n_nonembed, fpt = flops_per_token(cfg, seq_len)
 
     torch.manual_seed(0)
-    tokens = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len))
-    targets = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len))
-    positions = torch.arange(seq_len).expand(batch_size, seq_len)
+    tokens = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len)).to(device)
+    targets = torch.randint(0, VOCAB_SIZE, (batch_size, seq_len)).to(device)
+    positions = torch.arange(seq_len).expand(batch_size, seq_len).to(device)
 
-    model = Decoder(cfg).train()
+    model = Decoder(cfg).train().to(device)
     ours = _train_tokens_per_s(lambda t, p: model(t, p).token_logits, model.parameters(),
                                tokens, positions, targets, steps, warmup, precision)
     result = {
@@ -114,6 +133,7 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
                        steps=steps, warmup=warmup, precision=precision, matmul_size=matmul_size),
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
+        "device": describe_device(device),
         "n_params": model.num_parameters(),
         "n_params_nonembedding": n_nonembed,
         "flops_per_token": fpt,
@@ -132,6 +152,7 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
     except ImportError as err:
         result["hf_status"] = f"transformers not installed ({err})"
         return result
+    hf = hf.to(device)
     hf_tps = _train_tokens_per_s(lambda t, p: hf(input_ids=t, position_ids=p).logits, hf.parameters(),
                                  tokens, positions, targets, steps, warmup, precision)
     import transformers
@@ -146,7 +167,8 @@ def format_report(result: dict) -> str:
     """Readable multi-line summary of a :func:`run_benchmark` result."""
     c, mm = result["config"], result["matmul_flops_per_s"]
     lines = [
-        f"Decoder training benchmark ({c['precision']}, torch {result['torch_version']}, {result['threads']} threads)",
+        f"Decoder training benchmark ({c['precision']}, torch {result['torch_version']}, {result['device']}, "
+        f"{result['threads']} threads)",
         f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, "
         f"{result['n_params']:,} params ({result['n_params_nonembedding']:,} non-embedding)",
         f"  batch: {c['batch_size']} x {c['seq_len']} tokens, {c['steps']} timed steps after {c['warmup']} warm-up",

@@ -241,10 +241,13 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
       done     results/eval/.../accuracy.parquet exists and every job of its chain (datasets,
                training, evaluation) recorded the config subset and code digest the current
                config and sources give: Snakemake would not rerun it.
+      diverged done, but training diverged (the note says at which step): the figures name
+               the cell and leave it out of the means; lower train.lr to rerun it.
       stale    the table exists but Snakemake would remake it: the note names the job whose
                config (first differing fields) or code changed, a missing output, or an input
                remade after the job that read it.
-      missing  no accuracy table (the note says how far the chain got).
+      missing  no accuracy table (the note says how far the chain got; a training job that
+               failed, e.g. in a --keep-going run, is named with its log).
 
     \b
     Metric columns (mean over k_test, for done and stale cells):
@@ -282,6 +285,8 @@ def _verify(artifact: Path) -> None:
 @main.command()
 @THREADS
 @click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where the training benchmark runs (auto: CUDA when present).")
 @click.option("--d-model", default=128, show_default=True)
 @click.option("--n-layer", default=4, show_default=True)
 @click.option("--n-head", default=4, show_default=True)
@@ -294,7 +299,7 @@ def _verify(artifact: Path) -> None:
 @click.option("--influence", "influence_targets", type=click.IntRange(min=1), default=None,
               help="Instead: the influential-token analysis of this many targets (Lbar 128, L 64, "
                    "k_max 4), batched vs one candidate at a time.")
-def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
+def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
               decode_length, influence_targets) -> None:
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
@@ -312,8 +317,10 @@ def benchmark(threads, precision, d_model, n_layer, n_head, seq_len, batch_size,
                                                          d_model=d_model, n_layer=n_layer, n_head=n_head,
                                                          threads=threads)))
         return
-    result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
-                           batch_size=batch_size, steps=steps, threads=threads, precision=precision)
+    with _device_errors():
+        result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
+                               batch_size=batch_size, steps=steps, threads=threads, precision=precision,
+                               device=device)
     click.echo(format_report(result))
 
 

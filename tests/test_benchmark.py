@@ -36,3 +36,20 @@ def test_cli_influence_benchmark_prints_the_speed_ratio():
                                      "--n-head", "2", "--batch-size", "64", "--threads", "1"])
     assert done.exit_code == 0, done.output
     assert "speed-up (batched / one at a time)" in done.output and "same choices: True" in done.output
+
+
+def test_training_benchmark_names_its_device_and_refuses_cuda_without_a_gpu():
+    import pytest
+    import torch
+    from click.testing import CliRunner
+
+    from pipeline_src.cli import main
+
+    result = run_benchmark(d_model=16, n_layer=1, n_head=2, seq_len=8, batch_size=2, steps=1, warmup=0,
+                           matmul_size=64, device="cpu", precision="bf16")
+    assert result["device"] == "cpu" and "cpu, " in format_report(result)
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: device cuda is valid here")
+    done = CliRunner().invoke(main, ["benchmark", "--device", "cuda", "--d-model", "16", "--n-layer", "1",
+                                     "--n-head", "2"])
+    assert done.exit_code != 0 and "CUDA is not available" in done.output
