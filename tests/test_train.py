@@ -176,6 +176,14 @@ def test_nan_loss_stops_naming_the_cell_and_step_and_keeps_the_last_checkpoint(t
     assert_divergence_recorded(tmp_path / "run", 8, "the loss is nan")
 
 
+def test_a_divergence_at_the_first_step_records_an_empty_log(tmp_path, train_data, monkeypatch):
+    nan_loss_from_call(monkeypatch, 1)
+    summary, message = diverged_run(tiny_train_spec(), train_data, tmp_path / "run")
+    assert "no checkpoint had been written yet" in message
+    assert summary["steps"] == 0 and summary["final_loss"] is None and summary["train_seconds"] == 0.0
+    assert_divergence_recorded(tmp_path / "run", 1, "the loss is nan")
+
+
 def test_the_language_model_raises_on_divergence_instead(tmp_path, train_data, monkeypatch):
     """Only a synthetic cell records its divergence as a result; the language model's run fails."""
     import pipeline_src.train as trainer
