@@ -63,7 +63,8 @@ def test_figure4_renders_with_provenance(tables, tmp_path, plot):
     figure4.plot({**SPEC, "plot": plot}, tables[:1], outputs)
     for path in outputs:
         assert path.stat().st_size > 1000
-        assert read_record(path)["code"]["stage"] == "language_figures"
+        record = read_record(path)
+        assert record["code"]["stage"] == "language_figures" and record["seeds"] == {"seed": SPEC["seed"]}
 
 
 def test_figure4_without_targets_above_the_threshold_still_renders(tables, tmp_path):

@@ -48,11 +48,17 @@ def note_diverged(fig, frame: pl.DataFrame) -> None:
                  ha="center", va="top", fontsize=8, color="tab:red", wrap=True)
 
 
+def _seeds(spec: dict) -> dict:
+    """The seeds a figure's record lists: the training seeds of a synthetic figure (``seeds``), the
+    bootstrap seed of a language figure (``seed``)."""
+    return {key: spec[key] for key in ("seeds", "seed") if key in spec} or {"seeds": []}
+
+
 def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path], stage: str = "figures") -> None:
     """Save ``fig`` to every path of ``outputs`` (by suffix) with a provenance sidecar each; ``stage``
     names the code digest recorded (as the workflow's code param)."""
     record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
-                          seeds={"seeds": spec.get("seeds", [])})
+                          seeds=_seeds(spec))
     for path in outputs:
         path = Path(path)
         attach(path, record, lambda tmp, _meta, path=path: fig.savefig(
