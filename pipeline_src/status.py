@@ -298,14 +298,14 @@ def unfinished_cells(results: Path = Path("results")) -> dict[str, str | list[st
     """What the report's landing page says about the cells on disk that did not finish: those whose
     training diverged (and the step) and those whose training job left a log but no model (failed,
     e.g. in a ``--keep-going`` run). Found under ``results`` whatever the config; "none" if none."""
+    models, logs = Path(results, "train"), Path(results, "logs", "train")  # .../{cell_dir}/ and {cell_dir}.log
     diverged = []
-    for summary in sorted(Path(results, "train").glob("*/*/*/seed*/summary.json")):
+    for summary in sorted(models.glob("*/*/*/seed*/summary.json")):
         note = _divergence(summary)
         if note:
-            diverged.append(f"{summary.parent.relative_to(Path(results, 'train'))}: {note}")
-    failed = [str(log) for log in sorted(Path(results, "logs", "train").glob("*/*/*/seed*.log"))
-              if not Path(results, "train", log.relative_to(Path(results, "logs", "train")).with_suffix(""),
-                          "model.safetensors").exists()]
+            diverged.append(f"{summary.parent.relative_to(models)}: {note}")
+    failed = [str(log) for log in sorted(logs.glob("*/*/*/seed*.log"))
+              if not (models / log.relative_to(logs).with_suffix("") / "model.safetensors").exists()]
     return {"cells whose training diverged": diverged or "none",
             "training jobs that failed (their log, no model)": failed or "none"}
 
