@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .atomic import replacing, write_text
@@ -54,7 +55,7 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
     try:
         cfg = ModelConfig.from_dict(description["model_config"])
         weights = load_file(model_dir / "model.safetensors")
-    except (OSError, ValueError, KeyError) as err:
+    except (OSError, ValueError, KeyError, SafetensorError) as err:  # missing, truncated, not safetensors
         raise CheckpointError(f"{model_dir}: cannot load the model ({err})") from None
     model = Decoder(cfg)
     try:

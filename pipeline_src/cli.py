@@ -37,13 +37,15 @@ MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=F
 
 
 @contextlib.contextmanager
-def _device_errors():
-    """A device setting this machine cannot honour (``device: cuda`` without CUDA) as a clean CLI error."""
+def _model_job_errors():
+    """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
+    that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
+    from .checkpoints import CheckpointError
     from .device import DeviceError
 
     try:
         yield
-    except DeviceError as err:
+    except (DeviceError, CheckpointError) as err:
         raise click.ClickException(str(err)) from None
 
 
@@ -126,7 +128,7 @@ def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens:
     """A language model's held-out loss by position, and its losses on the analysed targets."""
     from .language import evaluate_model
 
-    with _device_errors():
+    with _model_job_errors():
         evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
 
 
@@ -148,7 +150,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 
     if (model_dir is None) == (hf_model is None):
         raise click.UsageError("give exactly one of --model-dir and --hf-model")
-    with _device_errors():
+    with _model_job_errors():
         analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
 
 
@@ -163,7 +165,7 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
     """Sweep every evaluation cell with one trained model."""
     from .evaluate import evaluate as run
 
-    with _device_errors():
+    with _model_job_errors():
         run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
 
 
@@ -317,7 +319,7 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
                                                          d_model=d_model, n_layer=n_layer, n_head=n_head,
                                                          threads=threads)))
         return
-    with _device_errors():
+    with _model_job_errors():
         result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
                                batch_size=batch_size, steps=steps, threads=threads, precision=precision,
                                device=device)

@@ -232,3 +232,18 @@ def test_prompts_of_different_lengths_in_one_cell_raise(models):
     with pytest.raises(ValueError, match=r"e\.parquet, cell length=3: prompts of different lengths \[5, 6\]"):
         check_cell(model, table, pl.Series([0, 1, 2, 3]), "e.parquet, cell length=3")
     check_cell(model, SequenceTable.from_frame(mixed.head(2)), pl.Series([0, 1]), "e.parquet, cell length=3")
+
+
+def test_cli_names_a_truncated_model_file_without_a_traceback(tmp_path, train_data, eval_data):
+    from click.testing import CliRunner
+
+    from pipeline_src.cli import main
+
+    train(tiny_train_spec(), train_data, tmp_path / "m", **quiet)
+    weights = tmp_path / "m" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    done = CliRunner().invoke(main, ["evaluate", "--spec", '{"batch_size": 4, "seed": 2}', "--model-dir",
+                                     str(tmp_path / "m"), "--eval-data", str(eval_data), "--out",
+                                     str(tmp_path / "acc.parquet")])
+    assert done.exit_code == 1 and f"{tmp_path / 'm'}: cannot load the model" in done.output
+    assert "Traceback" not in done.output and not (tmp_path / "acc.parquet").exists()
