@@ -30,7 +30,7 @@ rule all:
         [path for paths in LANGUAGE_FIGURES.values() for path in paths],
 
 
-# Cells that did not finish (training diverged, or a training job failed), on the console at the end.
+# Cells that did not finish (training diverged, or a job failed), on the console at the end.
 onsuccess:
     print(unfinished_warning(), file=sys.stderr, end="")
 

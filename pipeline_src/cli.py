@@ -248,8 +248,8 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
       stale    the table exists but Snakemake would remake it: the note names the job whose
                config (first differing fields) or code changed, a missing output, or an input
                remade after the job that read it.
-      missing  no accuracy table (the note says how far the chain got; a training job that
-               failed, e.g. in a --keep-going run, is named with its log).
+      missing  no accuracy table (the note says how far the chain got; a training or
+               evaluation job that failed, e.g. in a --keep-going run, is named with its log).
 
     \b
     Metric columns (mean over k_test, for done and stale cells):

@@ -13,8 +13,9 @@ set and evaluation set, its training and its evaluation (``accuracy.parquet``). 
 * ``diverged``: done, but the cell's training diverged (its summary says at which step): the
   figures name it and leave it out of the means.
 
-A missing cell whose training log exists but whose model does not is noted as failed or running,
-with the log's path: after a ``--keep-going`` run, the cells that failed.
+A missing cell whose training (or evaluation) log exists but whose model (or accuracy table) does
+not is noted as failed or running, with the log's path: after a ``--keep-going`` run, the cells
+that failed.
 
 The expected config subsets come from the same builders (:mod:`pipeline_src.config`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
@@ -38,6 +39,9 @@ BASE_CONFIG = Path("config/config.yaml")
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
 # Output files of each rule (mirrors workflow/rules/*.smk); the first is the one whose record is read.
 TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summary.json")
+# The log folder of a cell's training and evaluation jobs under results/logs/, and the output each
+# job leaves under results/<folder>/<cell>/ when it succeeds.
+JOB_OUTPUTS = {"train": "model.safetensors", "eval": "accuracy.parquet"}
 # The metric a cell is summarised by, as in the figures: the answer token, except for parity and
 # variable assignment with a scratchpad, scored by exact match of the whole response (Figures 2, 3).
 HEADLINE_METRIC = {("parity_scratchpad", "scratchpad"): "exact_match",
@@ -226,11 +230,18 @@ def _progress(chain: list[Job], cell: dict) -> str:
     """How far a cell without an accuracy table got."""
     done = [job.name for job in chain[:-1] if all(Path(p).exists() for p in job.outputs)]
     if "train" in done:
-        return f"{_divergence(_summary(chain[-2])) or 'trained'}, not evaluated"
-    log = Path(f"results/logs/train/{cell_dir(cell)}.log")
+        trained = _divergence(_summary(chain[-2])) or "trained"
+        log = _log("eval", cell)
+        return f"{trained}; evaluation failed or still running: see {log}" if log.exists() else f"{trained}, not evaluated"
+    log = _log("train", cell)
     if log.exists():
         return f"training failed or still running: see {log}"
     return f"has {' and '.join(done)}" if done else "nothing run"
+
+
+def _log(stage: str, cell: dict) -> Path:
+    """The log of the cell's job of ``stage`` (a key of JOB_OUTPUTS), as workflow/rules names it."""
+    return Path("results", "logs", stage, f"{cell_dir(cell)}.log")
 
 
 def _summary(train: Job) -> Path:
@@ -296,18 +307,22 @@ def format_status(statuses: list[CellStatus]) -> str:
 
 def unfinished_cells(results: Path = Path("results")) -> dict[str, str | list[str]]:
     """What the report's landing page says about the cells on disk that did not finish: those whose
-    training diverged (and the step) and those whose training job left a log but no model (failed,
-    e.g. in a ``--keep-going`` run). Found under ``results`` whatever the config; "none" if none."""
-    models, logs = Path(results, "train"), Path(results, "logs", "train")  # .../{cell_dir}/ and {cell_dir}.log
+    training diverged (and the step) and those whose training or evaluation job left a log but no
+    output (failed, e.g. in a ``--keep-going`` run). Found under ``results`` whatever the config;
+    "none" if none."""
+    models = Path(results, "train")
     diverged = []
     for summary in sorted(models.glob("*/*/*/seed*/summary.json")):
         note = _divergence(summary)
         if note:
             diverged.append(f"{summary.parent.relative_to(models)}: {note}")
-    failed = [str(log) for log in sorted(logs.glob("*/*/*/seed*.log"))
-              if not (models / log.relative_to(logs).with_suffix("") / "model.safetensors").exists()]
+    failed = []
+    for stage, output in JOB_OUTPUTS.items():  # a log as _log names it, without {stage}/{cell_dir}/{output}
+        logs = Path(results, "logs", stage)
+        failed += [str(log) for log in sorted(logs.glob("*/*/*/seed*.log"))
+                   if not Path(results, stage, log.relative_to(logs).with_suffix(""), output).exists()]
     return {"cells whose training diverged": diverged or "none",
-            "training jobs that failed (their log, no model)": failed or "none"}
+            "jobs that failed (their log, no output)": failed or "none"}
 
 
 def unfinished_warning(results: Path = Path("results")) -> str:

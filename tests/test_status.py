@@ -137,19 +137,44 @@ def test_remade_model_or_missing_output_makes_the_cell_stale(workdir):
 
 def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
     """Seed 1 with a huge learning rate diverges: recorded, evaluated without accuracy, shown as
-    diverged with its step. A training that left only its log (a failed job) points to that log."""
+    diverged with its step. A job that left only its log (failed) points to that log."""
     huge = override("huge.yaml", {"sparse_parity": {"train": {"lr": 1.0e3, "checkpoint_every": 2}}})
     config = load_config([Path("config/tiny.yaml"), Path(huge)])
     make_cell(config, {"task": "sparse_parity", "variant": "k2", "scheme": "rope_pose", "seed": 1})
     row = status_rows("config/tiny.yaml", huge)[1]
     assert row["state"] == "diverged" and row["acc@longest"] == "-"
     assert row["note"].startswith("training diverged at step ")
+    shutil.rmtree("results/eval/sparse_parity/rope_pose/k2/seed1")
+    log = Path("results/logs/eval/sparse_parity/rope_pose/k2/seed1.log")
+    log.parent.mkdir(parents=True)
+    log.write_text("Traceback ...\n")
+    note = status_rows("config/tiny.yaml", huge)[1]["note"]
+    assert note.startswith("training diverged at step ") and note.endswith(f"; evaluation failed or still running: see {log}")
     log = Path("results/logs/train/sparse_parity/rope_pose/k2/seed1.log")
     shutil.rmtree("results/train/sparse_parity/rope_pose/k2/seed1")
-    shutil.rmtree("results/eval/sparse_parity/rope_pose/k2/seed1")
     log.parent.mkdir(parents=True)
     log.write_text("Traceback ...\n")
     assert status_rows("config/tiny.yaml")[1]["note"] == f"training failed or still running: see {log}"
+
+
+def test_unfinished_cells_lists_diverged_cells_and_jobs_that_left_only_a_log(tmp_path):
+    from pipeline_src.status import unfinished_cells, unfinished_warning
+
+    assert unfinished_cells(tmp_path) == {"cells whose training diverged": "none",
+                                          "jobs that failed (their log, no output)": "none"}
+    assert unfinished_warning(tmp_path) == ""
+    cell = "sparse_parity/rope/k2/seed0"
+    for path, text in {f"train/{cell}/summary.json": '{"diverged": {"step": 7, "reason": "the loss is nan"}}',
+                       f"train/{cell}/model.safetensors": "", f"logs/train/{cell}.log": "",  # trained
+                       f"logs/eval/{cell}.log": "",  # evaluation failed: no accuracy.parquet
+                       "logs/train/sparse_parity/rope/k2/seed1.log": ""}.items():  # training failed
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    found = unfinished_cells(tmp_path)
+    assert found["cells whose training diverged"] == [f"{cell}: training diverged at step 7 (the loss is nan)"]
+    assert found["jobs that failed (their log, no output)"] == [
+        str(tmp_path / "logs/train/sparse_parity/rope/k2/seed1.log"), str(tmp_path / f"logs/eval/{cell}.log")]
+    assert unfinished_warning(tmp_path).startswith("WARNING: cells whose training diverged:\n  sparse_parity/")
 
 
 def test_load_config_merges_like_snakemake(workdir):

@@ -194,7 +194,7 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     assert (workdir / "results" / "figures" / "figure2.png").exists()
     warning = done.stderr.split("WARNING: cells whose training diverged:\n")[-1]
     assert warning.startswith("  parity_scratchpad/rope_pose/direct/seed0: training diverged at step"), done.stderr
-    assert f"training jobs that failed (their log, no model):\n  results/logs/train/{cell}/seed1.log" in warning
+    assert f"jobs that failed (their log, no output):\n  results/logs/train/{cell}/seed1.log" in warning
 
     made = snakemake(workdir, "--report", "report.html", "figure2", "--configfile", *overrides)
     html = (workdir / "report.html").read_text()
