@@ -76,20 +76,19 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
             f"{len(cells)} cells recorded without accuracy")
     for i, (key, cell) in enumerate(cells):
         keys = dict(zip(columns, key))
-        if diverged:
-            results += [(keys.get("k"), keys["length"], metric, len(cell), None)
-                        for metric in METRICS if metric != "position_match" or scheme.predicts_positions]
-            continue
-        name = ", ".join(f"{column}={value}" for column, value in keys.items())
-        table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
-        table.positions = eval_position_ids(scheme, table.positions)
-        check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
-        counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
-                            stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
-                            device=device, precision=spec.get("precision", "fp32"))
+        if diverged:  # nothing to decode: every metric without a count
+            counts = dict.fromkeys(scored_metrics(scheme.predicts_positions))
+        else:
+            name = ", ".join(f"{column}={value}" for column, value in keys.items())
+            table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
+            table.positions = eval_position_ids(scheme, table.positions)
+            check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
+            counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
+                                stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
+                                device=device, precision=spec.get("precision", "fp32"))
+            summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
+            say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
         results += [(keys.get("k"), keys["length"], metric, len(cell), correct) for metric, correct in counts.items()]
-        summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
-        say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
     result = _accuracy_frame(results, description)
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
@@ -100,13 +99,18 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     return result
 
 
+def scored_metrics(predict_positions: bool) -> list[str]:
+    """The metrics of a model: ``position_match`` only where the scheme predicts positions."""
+    return [m for m in METRICS if m != "position_match" or predict_positions]
+
+
 def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: int, stop_token: int | None,
                predict_positions: bool, device: str | torch.device = "cpu", precision: str = "fp32") -> dict[str, int]:
     """Greedy-decode every row of ``table`` (one cell, checked by :func:`check_cell`) and count the
     rows right under each metric. Response IDs come from ``table`` unless ``predict_positions``.
     ``device``: where ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU."""
     prompt_len = int(table.prompt_lengths[0])
-    metrics = [m for m in METRICS if m != "position_match" or predict_positions]
+    metrics = scored_metrics(predict_positions)
     counts = dict.fromkeys(metrics, 0)
     for start in range(0, len(table), batch_size):
         part = slice(start, start + batch_size)
