@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import min_version, validate
 
-from pipeline_src.status import unfinished_warning
+from pipeline_src.bookkeeping.status import unfinished_warning
 
 min_version("9.0")
 

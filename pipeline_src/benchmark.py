@@ -197,7 +197,7 @@ def decode_benchmark(length: int = 500, batch_size: int = 16, d_model: int = 128
     Rotary model, sequential position ids; tokens/s counts generated tokens of the
     whole batch. Also checks that both modes produced the same tokens.
     """
-    from pipeline_src.decoding import greedy_decode
+    from pipeline_src.evaluation.decoding import greedy_decode
 
     if threads is not None:
         torch.set_num_threads(threads)
@@ -261,7 +261,7 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
     import numpy as np
     import polars as pl
 
-    from pipeline_src import influence
+    from pipeline_src.language import influence
 
     if threads is not None:
         torch.set_num_threads(threads)

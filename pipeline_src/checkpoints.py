@@ -10,9 +10,9 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .atomic import replacing, write_text
+from .storage.atomic import replacing, write_text
 from .model import Decoder, ModelConfig
-from .provenance import attach, sidecar_path, write_sidecar
+from .bookkeeping.provenance import attach, sidecar_path, write_sidecar
 
 RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import click
 
-from .config import FIGURES as FIGURE_TASKS
-from .language_config import FIGURES as LANGUAGE_FIGURES
+from .bookkeeping.config import FIGURES as FIGURE_TASKS
+from .language.config import FIGURES as LANGUAGE_FIGURES
 
 
 def _spec(ctx, param, value: str) -> dict:
@@ -61,8 +61,8 @@ def main() -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
-    from . import datasets
-    from .provenance import build_record
+    from .storage import datasets
+    from .bookkeeping.provenance import build_record
     from .tasks import get_task
 
     task = get_task(spec["task"])
@@ -86,8 +86,8 @@ def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir:
     its last checkpoint in OUT_DIR if one exists."""
     from .checkpoints import CheckpointError
     from .device import DeviceError
-    from .train import TrainingDiverged
-    from .train import train as run
+    from .training.train import TrainingDiverged
+    from .training.train import train as run
 
     try:
         summary = run(spec, train_data, out_dir, rule=rule, threads=threads, tokenizer=tokenizer)
@@ -104,9 +104,9 @@ def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir:
 def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None:
     """Read a corpus, split it into train and held-out documents, train (or load) the tokenizer and
     write the token stream (natural-language analysis)."""
-    from .corpus import CorpusError
-    from .language import build_corpus
-    from .tokenizer import TokenizerError
+    from .language.corpus import CorpusError
+    from .language.analysis import build_corpus
+    from .language.tokenizer import TokenizerError
 
     try:
         summary = build_corpus(spec, tokenizer_out, tokens_out, rule=rule)
@@ -126,7 +126,7 @@ def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None
 def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens: Path, out_positions: Path,
             out_targets: Path) -> None:
     """A language model's held-out loss by position, and its losses on the analysed targets."""
-    from .language import evaluate_model
+    from .language.analysis import evaluate_model
 
     with _model_job_errors():
         evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
@@ -146,7 +146,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
               tokens: Path, out: Path) -> None:
     """Influential-token analysis (Figure 4): L_long, L_short and the greedy L_short,sparse(k) of
     held-out targets, one Parquet row per target."""
-    from .language import analyse
+    from .language.analysis import analyse
 
     if (model_dir is None) == (hf_model is None):
         raise click.UsageError("give exactly one of --model-dir and --hf-model")
@@ -163,7 +163,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path) -> None:
     """Sweep every evaluation cell with one trained model."""
-    from .evaluate import evaluate as run
+    from .evaluation.evaluate import evaluate as run
 
     with _model_job_errors():
         run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
@@ -193,7 +193,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: 
 def table(inputs: tuple[Path, ...], metric: str) -> None:
     """Print the mean accuracy over seeds of INPUTS (accuracy.parquet files) as a Markdown table:
     one row per run (and k_test), one column per evaluation length."""
-    from .tables import accuracy_table, markdown
+    from .evaluation.tables import accuracy_table, markdown
 
     try:
         click.echo(markdown(accuracy_table(list(inputs), metric)))
@@ -214,7 +214,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 
     With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
-    from .provenance import format_trace, trace
+    from .bookkeeping.provenance import format_trace, trace
 
     if verify:
         if as_json or with_config:
@@ -258,13 +258,13 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
       acc@train_max  accuracy at the longest evaluated length within the training lengths
       acc@longest    accuracy at the longest evaluated length
     Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`."""
-    from .status import StatusError, config_status, format_status, load_config
+    from .bookkeeping.status import StatusError, config_status, format_status, load_config
 
     try:
         config = load_config(configfiles)
     except StatusError as err:
         raise click.ClickException(str(err)) from None
-    from .config import tasks as synthetic_tasks
+    from .bookkeeping.config import tasks as synthetic_tasks
 
     unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
     if unknown:
@@ -273,7 +273,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
 
 
 def _verify(artifact: Path) -> None:
-    from .verify import format_verification, verify
+    from .bookkeeping.verify import format_verification, verify
 
     try:
         result = verify(artifact)

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from pipeline_src import datasets
-from pipeline_src.provenance import build_record
+from pipeline_src.storage import datasets
+from pipeline_src.bookkeeping.provenance import build_record
 from pipeline_src.tasks import get_task
 
 TINY_MODEL = {"d_model": 32, "n_layer": 1, "n_head": 2, "d_mlp": 64, "rotary_pct": 1.0,

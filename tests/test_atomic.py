@@ -37,7 +37,7 @@ class Case:
 
 def _train(stop_at_step: int | None = None) -> Callable[[Path], None]:
     def action(out: Path) -> None:
-        from pipeline_src.train import train
+        from pipeline_src.training.train import train
         from tests.conftest import tiny_train_spec, write_dataset
 
         data = write_dataset(out.parent / "train.parquet", "train",
@@ -74,7 +74,7 @@ def _figure(out: Path) -> None:
 
 
 def _tokenizer(out: Path) -> None:
-    from pipeline_src.tokenizer import save_tokenizer, train_tokenizer
+    from pipeline_src.language.tokenizer import save_tokenizer, train_tokenizer
 
     save_tokenizer(train_tokenizer(["a small corpus of words", "and a few more words"] * 5, 300),
                    out / "tokenizer.json")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline_src import config as jobs
+from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]

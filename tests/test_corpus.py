@@ -8,9 +8,9 @@ import json
 import polars as pl
 import pytest
 
-from pipeline_src import corpus
-from pipeline_src.canonical import sha256_file
-from pipeline_src.corpus import CorpusError, load_corpus, split_documents
+from pipeline_src.language import corpus
+from pipeline_src.storage.canonical import sha256_file
+from pipeline_src.language.corpus import CorpusError, load_corpus, split_documents
 
 
 def c4_line(text: str, i: int = 0) -> str:

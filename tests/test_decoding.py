@@ -1,4 +1,4 @@
-"""Tests for the KV cache in pipeline_src.model and greedy decoding in pipeline_src.decoding.
+"""Tests for the KV cache in pipeline_src.model and greedy decoding in pipeline_src.evaluation.decoding.
 
 The reference everywhere is the cache-free path: a full forward over the whole
 sequence. Tiny random models get larger-than-default weights so that attention
@@ -8,7 +8,7 @@ is sharp and a wrong cache (or wrong position ids) changes the argmax.
 import pytest
 import torch
 
-from pipeline_src.decoding import PAD, greedy_decode
+from pipeline_src.evaluation.decoding import PAD, greedy_decode
 from pipeline_src.model import Decoder, KVCache, ModelConfig
 
 ENCODINGS = ["rope", "abs", "none"]

@@ -18,18 +18,18 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
-from pipeline_src import config as jobs
+from pipeline_src.bookkeeping import config as jobs
 from pipeline_src import device as devices
-from pipeline_src import language_config as lang
-from pipeline_src.batches import SequenceTable, training_batch
-from pipeline_src.canonical import canonical_json
+from pipeline_src.language import config as lang
+from pipeline_src.training.batches import SequenceTable, training_batch
+from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
-from pipeline_src.decoding import greedy_decode
+from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.device import DeviceError, autocast, describe_device, inference_autocast, resolve_device
-from pipeline_src.evaluate import evaluate
+from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.model import Decoder, ModelConfig
-from pipeline_src.provenance import read_record
-from pipeline_src.train import train
+from pipeline_src.bookkeeping.provenance import read_record
+from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_device_enters_every_model_job_spec_and_no_other():
 
 
 def test_training_batch_moves_every_tensor(train_data):
-    from pipeline_src import datasets
+    from pipeline_src.storage import datasets
     from pipeline_src.tasks import get_task
 
     table = SequenceTable.from_frame(datasets.read(train_data, get_task("sparse_parity").schema))
@@ -189,7 +189,7 @@ def test_cuda_training_sees_the_cpu_batches_and_writes_cpu_results(tmp_path, tra
 
 
 def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch):
-    from pipeline_src.config import gpus_per_model_job
+    from pipeline_src.bookkeeping.config import gpus_per_model_job
 
     assert gpus_per_model_job({"device": "cpu"}) == 0
     assert gpus_per_model_job({"device": "cuda"}) == 1

@@ -7,12 +7,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline_src import datasets
-from pipeline_src.accuracy_schema import AccuracySchema
-from pipeline_src.evaluate import evaluate
+from pipeline_src.storage import datasets
+from pipeline_src.evaluation.accuracy_schema import AccuracySchema
+from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import common, figure1
-from pipeline_src.tables import accuracy_table
-from pipeline_src.train import train
+from pipeline_src.evaluation.tables import accuracy_table
+from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
 quiet = {"progress": lambda _: None}

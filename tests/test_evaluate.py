@@ -8,16 +8,17 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src import datasets, evaluate as evaluate_module
-from pipeline_src.accuracy_schema import AccuracySchema
-from pipeline_src.batches import SequenceTable
+from pipeline_src.storage import datasets
+from pipeline_src.evaluation import evaluate as evaluate_module
+from pipeline_src.evaluation.accuracy_schema import AccuracySchema
+from pipeline_src.training.batches import SequenceTable
 from pipeline_src.checkpoints import load_model
-from pipeline_src.decoding import PAD, Decoded, greedy_decode
-from pipeline_src.evaluate import check_cell, evaluate
+from pipeline_src.evaluation.decoding import PAD, Decoded, greedy_decode
+from pipeline_src.evaluation.evaluate import check_cell, evaluate
 from pipeline_src.schemes import get_scheme
-from pipeline_src.stats import wilson_interval
+from pipeline_src.evaluation.stats import wilson_interval
 from pipeline_src.tasks import get_task
-from pipeline_src.train import train
+from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 from tests.test_task_contract import generate, record, write
 

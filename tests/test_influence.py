@@ -1,4 +1,4 @@
-"""Tests for pipeline_src.influence: target draw, losses at original positions, greedy and top-k
+"""Tests for pipeline_src.language.influence: target draw, losses at original positions, greedy and top-k
 selection (batched == one at a time), the key-token flag, the schema and the figure summary."""
 
 import math
@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src import influence as inf
-from pipeline_src.datasets import DataError, validate
-from pipeline_src.influence import InfluenceConfig, InfluenceError
+from pipeline_src.language import influence as inf
+from pipeline_src.storage.datasets import DataError, validate
+from pipeline_src.language.influence import InfluenceConfig, InfluenceError
 from pipeline_src.model import Decoder, ModelConfig
 
 VOCAB = 32

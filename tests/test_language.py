@@ -16,14 +16,14 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
-from pipeline_src import config as jobs
-from pipeline_src import language_config as lang
-from pipeline_src.canonical import canonical_json, sha256_file
+from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.language import config as lang
+from pipeline_src.storage.canonical import canonical_json, sha256_file
 from pipeline_src.cli import main
-from pipeline_src.language import analyse, build_corpus, evaluate_model
-from pipeline_src.provenance import format_trace, read_record, trace
-from pipeline_src.tokenizer import read_tokens
-from pipeline_src.train import train
+from pipeline_src.language.analysis import analyse, build_corpus, evaluate_model
+from pipeline_src.bookkeeping.provenance import format_trace, read_record, trace
+from pipeline_src.language.tokenizer import read_tokens
+from pipeline_src.training.train import train
 from tests.test_corpus import write_shard
 from tests.test_tokenizer import SENTENCES
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline_src import positions
-from pipeline_src.batches import SequenceTable, training_batch
-from pipeline_src.positions import (SCHEMES, eval_position_ids, get_scheme, offset_ids, pose_ids, shift_ids,
+from pipeline_src.schemes import transforms as positions
+from pipeline_src.training.batches import SequenceTable, training_batch
+from pipeline_src.schemes.transforms import (SCHEMES, eval_position_ids, get_scheme, offset_ids, pose_ids, shift_ids,
                                     train_position_ids)
 from pipeline_src.tasks import get_task
 

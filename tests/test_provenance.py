@@ -8,12 +8,12 @@ import shutil
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
-from pipeline_src.canonical import canonical_json, config_hash, sha256_file
+from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_file
 from pipeline_src.cli import main
-from pipeline_src.evaluate import evaluate
+from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
-from pipeline_src.provenance import PARQUET_KEY, read_record, sidecar_path, stage_digest, trace
-from pipeline_src.train import train
+from pipeline_src.bookkeeping.provenance import PARQUET_KEY, read_record, sidecar_path, stage_digest, trace
+from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
 
@@ -71,7 +71,7 @@ def test_provenance_of_a_file_without_record_fails_clearly(tmp_path):
 
 
 def test_task_digests_leave_out_the_other_tasks_modules(tmp_path, monkeypatch):
-    from pipeline_src import provenance
+    from pipeline_src.bookkeeping import provenance
 
     for stage in ("data", "train", "evaluate"):
         names = {p.name for p in provenance._stage_files(stage, "parity_scratchpad")}

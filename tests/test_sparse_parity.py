@@ -1,4 +1,4 @@
-"""sparse_parity generator (SPEC 2.1) and its Parquet schema checks (pipeline_src.datasets).
+"""sparse_parity generator (SPEC 2.1) and its Parquet schema checks (pipeline_src.storage.datasets).
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings and
 parsed with plain Python loops.
@@ -13,7 +13,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline_src import datasets
+from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 
 from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame

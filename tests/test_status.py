@@ -10,10 +10,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pipeline_src import status as status_module
-from pipeline_src.canonical import canonical_json
+from pipeline_src.bookkeeping import status as status_module
+from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
-from pipeline_src.status import StatusError, cell_jobs, load_config
+from pipeline_src.bookkeeping.status import StatusError, cell_jobs, load_config
 from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
 
 
 def test_unfinished_cells_lists_diverged_cells_and_jobs_that_left_only_a_log(tmp_path):
-    from pipeline_src.status import unfinished_cells, unfinished_warning
+    from pipeline_src.bookkeeping.status import unfinished_cells, unfinished_warning
 
     assert unfinished_cells(tmp_path) == {"cells whose training diverged": "none",
                                           "jobs that failed (their log, no output)": "none"}

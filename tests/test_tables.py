@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 from click.testing import CliRunner
 
-from pipeline_src import datasets
-from pipeline_src.accuracy_schema import AccuracySchema
+from pipeline_src.storage import datasets
+from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.cli import main
-from pipeline_src.stats import wilson_interval
+from pipeline_src.evaluation.stats import wilson_interval
 
 
 def accuracy_file(path, scheme: str, seed: int, correct: dict[int, int], n: int = 10):

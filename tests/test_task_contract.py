@@ -17,8 +17,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline_src import datasets
-from pipeline_src.provenance import build_record
+from pipeline_src.storage import datasets
+from pipeline_src.bookkeeping.provenance import build_record
 from pipeline_src.tasks import TASKS, get_task
 
 # Per task: the params of the determinism tests (``train``, ``eval``; the task files reuse

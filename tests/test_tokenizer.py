@@ -9,10 +9,10 @@ import sys
 import polars as pl
 import pytest
 
-from pipeline_src import datasets
-from pipeline_src.corpus import select, split_documents
-from pipeline_src.provenance import build_record, read_record
-from pipeline_src.tokenizer import (EOD, TokenizerError, encode_documents, load_tokenizer, read_tokens,
+from pipeline_src.storage import datasets
+from pipeline_src.language.corpus import select, split_documents
+from pipeline_src.bookkeeping.provenance import build_record, read_record
+from pipeline_src.language.tokenizer import (EOD, TokenizerError, encode_documents, load_tokenizer, read_tokens,
                                     save_tokenizer, train_tokenizer, write_tokens)
 
 VOCAB = 400
@@ -31,7 +31,7 @@ DOCS = [" ".join(SENTENCES[(i + j) % len(SENTENCES)] for j in range(1 + i % 4)) 
 TRAIN_SCRIPT = """
 import sys
 from tests.test_tokenizer import DOCS, VOCAB
-from pipeline_src.tokenizer import train_tokenizer
+from pipeline_src.language.tokenizer import train_tokenizer
 sys.stdout.write(train_tokenizer(DOCS, VOCAB).to_str(pretty=True))
 """
 

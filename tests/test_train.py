@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from pipeline_src.canonical import config_hash
+from pipeline_src.storage.canonical import config_hash
 from pipeline_src.checkpoints import CheckpointError, load_model, load_state
-from pipeline_src.train import TrainingDiverged, learning_rate, train
+from pipeline_src.training.train import TrainingDiverged, learning_rate, train
 from tests.conftest import tiny_train_spec
 
 quiet = {"progress": lambda line: None}
@@ -186,7 +186,7 @@ def test_a_divergence_at_the_first_step_records_an_empty_log(tmp_path, train_dat
 
 def test_the_language_model_raises_on_divergence_instead(tmp_path, train_data, monkeypatch):
     """Only a synthetic cell records its divergence as a result; the language model's run fails."""
-    import pipeline_src.train as trainer
+    import pipeline_src.training.train as trainer
 
     monkeypatch.setattr(trainer, "LANGUAGE", "sparse_parity")  # the tiny spec's task stands for it
     monkeypatch.setattr(trainer, "LanguageSource", lambda spec, data, tokenizer: trainer.TaskSource(spec, data))
@@ -199,7 +199,7 @@ def test_the_language_model_raises_on_divergence_instead(tmp_path, train_data, m
 def test_non_finite_weights_are_never_checkpointed(tmp_path, train_data, monkeypatch):
     """An update that makes a weight infinite right before a checkpoint (step 10) stops the run
     before it is saved: the checkpoint of step 5 stays."""
-    import pipeline_src.train as trainer
+    import pipeline_src.training.train as trainer
 
     real = trainer.make_optimizer
 
@@ -268,7 +268,7 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data
     import sys
     import time
 
-    from pipeline_src.canonical import canonical_json
+    from pipeline_src.storage.canonical import canonical_json
 
     spec = tiny_train_spec(steps=400, checkpoint_every=25, log_every=500)
     out = tmp_path / "killed"

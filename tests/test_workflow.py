@@ -169,8 +169,8 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     named and left as it was; the diverged cells are a result: their figure is made and names them.
     The run ends naming both kinds of cell; the report of the figures that could be made lists them
     on its landing page."""
-    from pipeline_src import config as jobs
-    from pipeline_src.canonical import config_hash
+    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.storage.canonical import config_hash
     from tests.test_config import DEFAULT, merged
 
     workdir = copy_workflow(tmp_path)

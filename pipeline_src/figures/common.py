@@ -11,9 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .. import datasets  # noqa: E402
-from ..accuracy_schema import AccuracySchema  # noqa: E402
-from ..provenance import attach, build_record  # noqa: E402
+from ..storage import datasets  # noqa: E402
+from ..evaluation.accuracy_schema import AccuracySchema  # noqa: E402
+from ..bookkeeping.provenance import attach, build_record  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}

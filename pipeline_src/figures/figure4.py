@@ -16,7 +16,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .. import datasets, influence
+from ..storage import datasets
+from ..language import influence
 from .common import save_figure
 
 

@@ -10,7 +10,7 @@ to recover ``recover_fraction`` of its gain (``> k_max``: more than the analysis
 targets; bars the median with a 95% percentile-bootstrap interval.
 
 Inputs are recognised by their columns: loss-by-position and target-loss tables of each model
-(:mod:`pipeline_src.language_schemas`) and the influence table of the main model.
+(:mod:`pipeline_src.language.schemas`) and the influence table of the main model.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from .. import datasets, influence
-from ..language_config import SHORT_POSE, SHORT_ROPE
-from ..language_schemas import LossByPositionSchema, TargetLossSchema
+from ..storage import datasets
+from ..language import influence
+from ..language.config import SHORT_POSE, SHORT_ROPE
+from ..language.schemas import LossByPositionSchema, TargetLossSchema
 from .common import save_figure
 from .figure4 import read_influence
 

@@ -1,10 +1,10 @@
 # Grid, per-job specs and code digests. Cheap and pure: re-parsed for every cluster job.
 from shlex import quote
 
-from pipeline_src import config as jobs
-from pipeline_src import language_config as lang
-from pipeline_src.canonical import canonical_json
-from pipeline_src.provenance import stage_digest
+from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.language import config as lang
+from pipeline_src.storage.canonical import canonical_json
+from pipeline_src.bookkeeping.provenance import stage_digest
 
 try:
     jobs.check(config)

@@ -1,6 +1,6 @@
 # Natural-language analysis (SPEC 6), when `tasks` lists `language`: corpus -> tokenizer -> token
 # stream; language models (the synthetic tasks' trainer); loss by position and target losses;
-# influential tokens; Figure 4 and our PoSE figure. Specs: pipeline_src/language_config.py.
+# influential tokens; Figure 4 and our PoSE figure. Specs: pipeline_src/language/config.py.
 
 
 rule language_corpus:

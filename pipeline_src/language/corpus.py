@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .canonical import sha256_file
+from ..storage.canonical import sha256_file
 
 SOURCES = ("c4", "jsonl", "parquet", "txt", "default")
 C4_SPLITS = ("train", "validation")

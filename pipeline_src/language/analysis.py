@@ -7,8 +7,8 @@
 * :func:`analyse`: the influential-token analysis with one of our models or a local Hugging Face
   causal LM (optional ``transformers``, the ``hf`` extra).
 
-The language models themselves are trained by :func:`pipeline_src.train.train` (task
-``language``). Specs come from :mod:`pipeline_src.language_config`.
+The language models themselves are trained by :func:`pipeline_src.training.train.train` (task
+``language``). Specs come from :mod:`pipeline_src.language.config`.
 
 The evaluation and the analysis run on the device of ``spec["device"]`` (see
 :mod:`pipeline_src.device`) in fp32 (the losses are the measured quantity: no autocast); the
@@ -27,12 +27,13 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from . import datasets, influence, lm
-from .checkpoints import load_model
+from ..storage import datasets
+from . import influence, lm
+from ..checkpoints import load_model
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
-from .device import describe_device, resolve_device
-from .language_schemas import LossByPositionSchema, TargetLossSchema
-from .provenance import build_record, sidecar_path, write_sidecar
+from ..device import describe_device, resolve_device
+from .schemas import LossByPositionSchema, TargetLossSchema
+from ..bookkeeping.provenance import build_record, sidecar_path, write_sidecar
 from .tokenizer import (encode_documents, load_tokenizer, read_tokens, save_tokenizer, train_tokenizer,
                         write_tokens)
 
@@ -176,7 +177,7 @@ def hf_weight_files(folder: Path) -> list[Path]:
 def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = None, hf_model: Path | None = None,
             rule: str = "language_influence", threads: int | None = None,
             progress: Callable[[str], None] | None = None, device: str | torch.device | None = None) -> pl.DataFrame:
-    """Influential tokens of the targets drawn from ``tokens`` (see :mod:`pipeline_src.influence`),
+    """Influential tokens of the targets drawn from ``tokens`` (see :mod:`pipeline_src.language.influence`),
     with our model in ``model_dir`` or the Hugging Face model in ``hf_model`` (exactly one), on
     ``device`` (default: ``spec["device"]``)."""
     say = _say(progress)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 import polars as pl
 import torch
 
-from .datasets import padded
+from ..storage.datasets import padded
 
 
 @dataclass

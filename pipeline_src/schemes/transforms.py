@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .schemes import SCHEMES, Scheme, get_scheme  # noqa: F401  (re-exported)
+from . import SCHEMES, Scheme, get_scheme  # noqa: F401  (re-exported)
 
 
 def _below(high: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

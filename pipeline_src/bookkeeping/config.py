@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import language_config
-from .schemes import get_scheme
-from .tasks import get_task
+from ..language import config as language_config
+from ..schemes import get_scheme
+from ..tasks import get_task
 
 
 class ConfigError(ValueError):
@@ -62,7 +62,7 @@ FIGURES = {  # figure name -> the task it shows
 
 def tasks(config: dict) -> list[str]:
     """The synthetic tasks this run trains and plots, in config order (``language``, the
-    natural-language analysis, has its own jobs: :mod:`pipeline_src.language_config`)."""
+    natural-language analysis, has its own jobs: :mod:`pipeline_src.language.config`)."""
     return [task for task in config["tasks"] if task in LAYOUTS]
 
 

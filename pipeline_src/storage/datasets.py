@@ -9,7 +9,7 @@ import pandera.polars as pa
 import polars as pl
 import pyarrow as pa_arrow
 
-from .provenance import attach
+from ..bookkeeping.provenance import attach
 
 
 class DataError(ValueError):

@@ -7,7 +7,7 @@ naming the cell and the step, before anything non-finite is checkpointed, so the
 is kept. For a synthetic task the divergence is the cell's result: the run writes its outputs with
 the divergence recorded (``diverged`` in ``summary.json`` and ``model.json``, the training log up to
 that step, a weights file without tensors), so evaluation, figures and the report show the failed
-cell (see :mod:`pipeline_src.evaluate`) and every other cell goes on. Rerunning the same config
+cell (see :mod:`pipeline_src.evaluation.evaluate`) and every other cell goes on. Rerunning the same config
 would diverge again (training is deterministic); a config change (a lower ``train.lr``) reruns it.
 The language model raises :class:`TrainingDiverged` instead: its analysis has no use for a failed
 model.
@@ -15,7 +15,7 @@ model.
 The same loop trains the language model of the natural-language analysis (task ``language``,
 SPEC 6): only the *batch source* differs. A synthetic task draws length-grouped batches of its
 samples (:class:`TaskSource`); the language model draws random windows of the train token stream
-and is scored on every next token (:class:`pipeline_src.lm.WindowSource`), and its held-out loss is
+and is scored on every next token (:class:`pipeline_src.language.lm.WindowSource`), and its held-out loss is
 logged every ``heldout.every`` steps to ``heldout_log.parquet``.
 
 The run uses the device of ``spec["device"]`` (see :mod:`pipeline_src.device`): the model and each
@@ -37,16 +37,17 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from . import datasets, lm
-from .atomic import write_text
+from ..storage import datasets
+from ..language import lm
+from ..storage.atomic import write_text
 from .batches import SequenceTable, TrainingBatch, training_batch
-from .canonical import config_hash
-from .checkpoints import CheckpointError, load_state, save_model, save_state
-from .device import autocast, describe_device, resolve_device
-from .model import Decoder, ModelConfig
-from .positions import get_scheme, train_position_ids
-from .provenance import attach, build_record
-from .tasks import get_task
+from ..storage.canonical import config_hash
+from ..checkpoints import CheckpointError, load_state, save_model, save_state
+from ..device import autocast, describe_device, resolve_device
+from ..model import Decoder, ModelConfig
+from ..schemes.transforms import get_scheme, train_position_ids
+from ..bookkeeping.provenance import attach, build_record
+from ..tasks import get_task
 
 LANGUAGE = "language"  # the task name of the natural-language model (SPEC 6)
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
@@ -122,7 +123,7 @@ class LanguageSource(lm.WindowSource):
     stage = "language_train"
 
     def __init__(self, spec: dict, train_data: Path, tokenizer: Path | None):
-        from .tokenizer import load_tokenizer, read_tokens
+        from ..language.tokenizer import load_tokenizer, read_tokens
 
         if tokenizer is None:
             raise ValueError("training the language model needs its tokenizer.json (--tokenizer)")

@@ -1,6 +1,6 @@
 """Language modelling on a token stream (SPEC 6): training windows, held-out windows, losses.
 
-The token stream (:mod:`pipeline_src.tokenizer`) holds one row per document, each ending with the
+The token stream (:mod:`pipeline_src.language.tokenizer`) holds one row per document, each ending with the
 end-of-document token. For training, the train documents are concatenated in ``doc`` order into
 one stream and every batch takes random windows of ``context + 1`` tokens from it (windows may
 cross a document boundary, marked by the end-of-document token, as in GPT-style packing). The
@@ -21,7 +21,7 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from .batches import TrainingBatch
+from ..training.batches import TrainingBatch
 from .corpus import HELDOUT, TRAIN
 
 

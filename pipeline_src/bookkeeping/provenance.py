@@ -20,30 +20,32 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from .atomic import replacing, write_text
-from .canonical import canonical_json, config_hash, sha256_file, sha256_text
+from ..storage.atomic import replacing, write_text
+from ..storage.canonical import canonical_json, config_hash, sha256_file, sha256_text
 
 PARQUET_KEY = "lengthgen.provenance"
 SIDECAR_SUFFIX = ".prov.json"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 
 # Source files whose content defines each stage's results. Editing one reruns that stage's jobs
 # (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
 STAGE_SOURCES = {
-    "data": ["canonical.py", "datasets.py", "tasks"],
-    "train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py", "train.py",
+    "data": ["storage/canonical.py", "storage/datasets.py", "tasks"],
+    "train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py", "training/train.py",
               "tasks"],
-    "evaluate": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py",
-                 "decoding.py", "evaluate.py", "accuracy_schema.py", "stats.py", "tasks"],
-    "figures": ["figures", "accuracy_schema.py", "stats.py"],
+    "evaluate": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+                 "evaluation/decoding.py", "evaluation/evaluate.py", "evaluation/accuracy_schema.py",
+                 "evaluation/stats.py", "tasks"],
+    "figures": ["figures", "evaluation/accuracy_schema.py", "evaluation/stats.py"],
     # the natural-language analysis (SPEC 6): corpus -> tokenizer -> token stream; language models
     # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
-    "language_data": ["canonical.py", "datasets.py", "corpus.py", "tokenizer.py", "language.py"],
-    "language_train": ["model.py", "schemes.py", "positions.py", "batches.py", "checkpoints.py", "device.py",
-                       "train.py", "lm.py", "tokenizer.py", "datasets.py"],
-    "language_eval": ["model.py", "checkpoints.py", "device.py", "lm.py", "tokenizer.py", "datasets.py",
-                      "influence.py", "language.py", "language_schemas.py"],
-    "language_figures": ["figures", "influence.py", "language_schemas.py"],
+    "language_data": ["storage/canonical.py", "storage/datasets.py", "language/corpus.py", "language/tokenizer.py",
+                      "language/analysis.py"],
+    "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+                       "training/train.py", "language/lm.py", "language/tokenizer.py", "storage/datasets.py"],
+    "language_eval": ["model.py", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
+                      "storage/datasets.py", "language/influence.py", "language/analysis.py", "language/schemas.py"],
+    "language_figures": ["figures", "language/influence.py", "language/schemas.py"],
 }
 # The task modules each task's results depend on (besides the modules in ``tasks/`` that no task
 # owns, which every task shares: the registry, vocabulary, layout and schemas). So editing one task's
@@ -88,7 +90,7 @@ def stage_digest(stage: str, task: str | None = None) -> str:
 @functools.cache
 def code_version() -> dict:
     """Git commit and dirty flag of the checkout holding this package, and the package version."""
-    from . import __version__
+    from .. import __version__
 
     def git(*args: str) -> str | None:
         try:

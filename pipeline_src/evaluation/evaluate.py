@@ -20,7 +20,7 @@ length R (a generation that stopped early counts its missing tokens as wrong):
 * ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
 
 Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`. A
-model whose training diverged (see :mod:`pipeline_src.train`) is not decoded: its table has every
+model whose training diverged (see :mod:`pipeline_src.training.train`) is not decoded: its table has every
 row of the grid with ``n`` samples and no ``correct``, ``accuracy`` or interval (null), so figures
 name the cell and leave it out of the means.
 
@@ -40,16 +40,16 @@ import numpy as np
 import polars as pl
 import torch
 
-from . import datasets
+from ..storage import datasets
 from .accuracy_schema import METRICS, AccuracySchema
-from .batches import SequenceTable
-from .checkpoints import load_model, read_description
+from ..training.batches import SequenceTable
+from ..checkpoints import load_model, read_description
 from .decoding import greedy_decode
-from .device import describe_device, inference_autocast, resolve_device
-from .positions import eval_position_ids, get_scheme
-from .provenance import build_record
+from ..device import describe_device, inference_autocast, resolve_device
+from ..schemes.transforms import eval_position_ids, get_scheme
+from ..bookkeeping.provenance import build_record
 from .stats import wilson_interval
-from .tasks import get_task
+from ..tasks import get_task
 
 MISSING = -1  # stands in for tokens and IDs a row did not generate
 

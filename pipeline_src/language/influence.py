@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import datasets
+from ..storage import datasets
 from .corpus import HELDOUT
 
 SELECTIONS = ("greedy", "topk")
@@ -119,7 +119,7 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
     """Draw ``cfg.n_targets`` targets from the held-out documents of a token stream.
 
     ``stream`` has the token-stream columns ``doc``, ``split``, ``tokens`` (see
-    :mod:`pipeline_src.tokenizer`). Every token with at least ``cfg.context`` tokens before it in
+    :mod:`pipeline_src.language.tokenizer`). Every token with at least ``cfg.context`` tokens before it in
     its document is a candidate (the end-of-document token included: the model was trained to
     predict it); ``cfg.n_targets`` of them are drawn uniformly without replacement with
     ``cfg.seed``. The result is a pure function of the held-out documents and ``cfg``: it does not

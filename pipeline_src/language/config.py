@@ -13,7 +13,7 @@ The natural-language analysis (SPEC 6) runs when ``tasks`` lists ``language``. I
   Hugging Face causal LM, ``analysis.hf_model``);
 * figures ``figure4`` (paper) and ``language_pose`` (ours, when ``pose.enabled``).
 
-Like :mod:`pipeline_src.config`: pure and cheap, each function returns the config subset one job
+Like :mod:`pipeline_src.bookkeeping.config`: pure and cheap, each function returns the config subset one job
 uses and nothing more, so editing a value reruns exactly the jobs that use it.
 """
 
@@ -110,14 +110,14 @@ def corpus_inputs(config: dict) -> list[str]:
 
 
 def _device(config: dict) -> str:
-    """The top-level ``device`` (see :func:`pipeline_src.config.device_setting`)."""
-    from .config import device_setting  # not at the top: config imports this module
+    """The top-level ``device`` (see :func:`pipeline_src.bookkeeping.config.device_setting`)."""
+    from ..bookkeeping.config import device_setting  # not at the top: config imports this module
 
     return device_setting(config)
 
 
 def train_spec(config: dict, model: str) -> dict:
-    """The spec of one language model, for :func:`pipeline_src.train.train`."""
+    """The spec of one language model, for :func:`pipeline_src.training.train.train`."""
     if model not in SCHEMES:
         raise LanguageConfigError(f"unknown language model {model!r}; known: {list(SCHEMES)}")
     section = _section(config)
@@ -142,7 +142,7 @@ def eval_spec(config: dict) -> dict:
 
 
 def influence_spec(config: dict) -> dict:
-    """The influential-token analysis: the fields of :class:`pipeline_src.influence.InfluenceConfig`
+    """The influential-token analysis: the fields of :class:`pipeline_src.language.influence.InfluenceConfig`
     plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model) and
     ``device``."""
     section = _section(config)

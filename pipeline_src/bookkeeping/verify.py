@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .canonical import sha256_file
+from ..storage.canonical import sha256_file
 from .provenance import read_record, sidecar_path
 
 

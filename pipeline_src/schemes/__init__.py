@@ -1,7 +1,7 @@
 """The registry of positional schemes (SPEC 3): what each one means, without the tensor code.
 
 Kept free of torch so that the workflow can validate a config cheaply; the transforms that produce
-the position IDs live in :mod:`pipeline_src.positions`.
+the position IDs live in :mod:`pipeline_src.schemes.transforms`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import datasets
+from ..storage import datasets
 from .accuracy_schema import AccuracySchema
 
 
