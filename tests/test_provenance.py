@@ -75,7 +75,7 @@ def test_task_digests_leave_out_the_other_tasks_modules(tmp_path, monkeypatch):
 
     for stage in ("data", "train", "evaluate"):
         names = {p.name for p in provenance._stage_files(stage, "parity_scratchpad")}
-        assert "parity_scratchpad.py" in names and "schemas.py" in names and "layout.py" in names
+        assert "parity_scratchpad.py" in names and "frame_schema.py" in names and "layout.py" in names
         assert not names & {"sparse_parity.py", "variable_assignment.py", "sparse_parity_scratchpad.py"}
         names = {p.name for p in provenance._stage_files(stage, "sparse_parity_scratchpad")}
         assert {"sparse_parity.py", "sparse_parity_scratchpad.py"} <= names

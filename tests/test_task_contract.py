@@ -3,7 +3,7 @@
 Determinism (the same seed writes the same bytes, another seed other data), the evaluation grid
 (each cell ``n_per_cell`` times, cells independent of each other), the Parquet round trip and the
 schema errors that do not depend on the task: unknown, missing or mistyped columns and the checks
-every task schema inherits from ``schemas.TaskSchema``. Each task's own test file keeps what is
+every task schema inherits from ``frame_schema.TaskSchema``. Each task's own test file keeps what is
 specific to it (labels against an independent recomputation, coupled IDs, laws, its own schema
 checks) and reuses the per-task parameters and helpers defined here.
 """
@@ -246,7 +246,7 @@ def _shift(frame: pl.DataFrame, column: str, by: int) -> pl.DataFrame:
 
 
 # kind -> ((frame, vocabulary size) -> bad frame, words the error must hold). Each change that
-# breaks one check of ``schemas.TaskSchema`` alone must be reported by that check: it still runs.
+# breaks one check of ``frame_schema.TaskSchema`` alone must be reported by that check: it still runs.
 BAD_FRAMES = {
     "extra_column": (lambda f, size: f.with_columns(extra=pl.lit(1, dtype=pl.Int32)), ["'extra'"]),
     "wrong_dtype": (lambda f, size: f.with_columns(pl.col("answer").cast(pl.Int64)), ["'answer'"]),

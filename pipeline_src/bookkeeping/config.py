@@ -17,63 +17,40 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..language import config as language_config
 from ..schemes import get_scheme
-from ..tasks import get_task
+from ..tasks import TASKS, get_task
 
 
 class ConfigError(ValueError):
     """A config that passes the JSON schema but is inconsistent across fields."""
 
 
-@dataclass(frozen=True)
-class Layout:
-    """How one task's config section maps to variants and dataset params."""
-
-    by_k_train: bool  # variants k{K} from k_train x schemes (else: runs)
-    variants: tuple[str, ...]  # the variants a ``runs`` mapping may name
-    data_fields: tuple[str, ...]  # data fields passed to the training generator (besides n_samples)
-    eval_data_fields: tuple[str, ...]  # data fields the evaluation generator also needs
-
-
-K_LAYOUT = Layout(True, (), ("l_min", "l_max"), ())
-LAYOUTS = {
-    "sparse_parity": K_LAYOUT,
-    "sparse_parity_scratchpad": K_LAYOUT,
-    "parity_scratchpad": Layout(False, ("scratchpad", "direct"), ("n_min", "n_max"), ()),
-    "variable_assignment": Layout(False, ("scratchpad", "direct"), ("n_vars", "n_min", "n_max", "d_max"),
-                                  ("n_vars", "d_max")),
-}
 # Each training cell's names become folders under results/ (results/train/{task}/{scheme}/{variant}/
 # seed{seed}); the workflow's wildcard_constraints are these patterns. None admits "/" or "..", so no
 # config value can produce a path outside results/.
 PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
 DEVICE_DEFAULT = "auto"  # = pipeline_src.device.DEFAULT (not imported: this module stays free of torch)
-FIGURES = {  # figure name -> the task it shows
-    "figure1": "sparse_parity",
-    "figure2": "parity_scratchpad",
-    "figure3": "variable_assignment",
-    "sparse_parity_scratchpad": "sparse_parity_scratchpad",
-}
+FIGURES = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
 
 
 def tasks(config: dict) -> list[str]:
     """The synthetic tasks this run trains and plots, in config order (``language``, the
     natural-language analysis, has its own jobs: :mod:`pipeline_src.language.config`)."""
-    return [task for task in config["tasks"] if task in LAYOUTS]
+    return [task for task in config["tasks"] if task in TASKS]
 
 
 def figures(config: dict) -> list[str]:
-    return [name for name, task in FIGURES.items() if task in config["tasks"]]
+    """The figure of each synthetic task of the run, in config order."""
+    return [get_task(task).figure.name for task in tasks(config)]
 
 
 def variants(config: dict, task: str) -> dict[str, list[str]]:
     """Every training variant of ``task`` with the schemes trained on it."""
     section = config[task]
-    if LAYOUTS[task].by_k_train:
+    if get_task(task).layout.by_k_train:
         return {f"k{k}": list(section["schemes"]) for k in sorted(section["k_train"])}
     return {variant: list(schemes) for variant, schemes in section["runs"].items()}
 
@@ -92,14 +69,14 @@ def _k_train(variant: str) -> int:
 
 def _variant_params(task: str, variant: str) -> dict:
     """Generator params a variant sets: K_train, or whether the response is a scratchpad."""
-    if LAYOUTS[task].by_k_train:
+    if get_task(task).layout.by_k_train:
         return {"k_train": _k_train(variant)}
     return {"scratchpad": variant == "scratchpad"}
 
 
 def train_data_spec(config: dict, task: str, variant: str) -> dict:
     data = config[task]["data"]
-    params = {**{f: data[f] for f in LAYOUTS[task].data_fields}, **_variant_params(task, variant),
+    params = {**{f: data[f] for f in get_task(task).layout.data_fields}, **_variant_params(task, variant),
               "n_samples": data["n_train"]}
     return {"task": task, "split": "train", "seed": data["seed"], "params": params}
 
@@ -107,15 +84,15 @@ def train_data_spec(config: dict, task: str, variant: str) -> dict:
 def eval_data_name(task: str, variant: str) -> str:
     """File stem of the evaluation set a variant is scored on: shared unless the variant changes
     the response (scratchpad or direct)."""
-    return "eval" if LAYOUTS[task].by_k_train else f"eval_{variant}"
+    return "eval" if get_task(task).layout.by_k_train else f"eval_{variant}"
 
 
 def eval_data_spec(config: dict, task: str, variant: str) -> dict:
     section = config[task]
     ev = section["eval"]
     params = {"lengths": sorted(ev["lengths"]), "n_per_cell": ev["n_per_cell"],
-              **{f: section["data"][f] for f in LAYOUTS[task].eval_data_fields}}
-    if LAYOUTS[task].by_k_train:
+              **{f: section["data"][f] for f in get_task(task).layout.eval_data_fields}}
+    if get_task(task).layout.by_k_train:
         params["k_test"] = sorted(ev["k_test"])
     else:
         params.update(_variant_params(task, variant))
@@ -143,7 +120,7 @@ def _largest_eval_id(config: dict, task: str, scheme: str, variant: str) -> int:
 def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int:
     t = get_task(task)
     params = train_data_spec(config, task, variant)["params"]
-    longest = params["n_max"] if "n_max" in params else 2 * params["l_max"]
+    longest = t.train_lengths(config[task]["data"])[1]
     if get_scheme(scheme).coupled:
         return t.max_position_id(longest, params)
     return t.sequence_tokens(longest, params) - 1
@@ -172,7 +149,7 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
             "model": dict(section["model"]), "train": dict(section["train"]),
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
-    if LAYOUTS[task].by_k_train:
+    if get_task(task).layout.by_k_train:
         spec["k_train"] = _k_train(variant)
     if not get_scheme(scheme).predicts_positions:
         del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
@@ -189,9 +166,7 @@ def eval_spec(config: dict, task: str) -> dict:
 def figure_spec(config: dict, figure: str) -> dict:
     task = FIGURES[figure]
     section = config[task]
-    data = section["data"]
-    train_lengths = ([2 * data["l_min"], 2 * data["l_max"]] if LAYOUTS[task].by_k_train
-                     else [data["n_min"], data["n_max"]])
+    train_lengths = list(get_task(task).train_lengths(section["data"]))
     return {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
             "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths}
 
@@ -199,7 +174,7 @@ def figure_spec(config: dict, figure: str) -> dict:
 def check(config: dict) -> None:
     """Cross-field checks the JSON schema cannot express; errors name the field. Also (as the schema
     does) rejects any name that could not be a results folder, should the schema be bypassed."""
-    known = [*LAYOUTS, language_config.LANGUAGE]
+    known = [*TASKS, language_config.LANGUAGE]
     for task in config["tasks"]:
         if task not in known:
             raise ConfigError(f"tasks lists unknown task {task!r}; known: {known}")
@@ -216,7 +191,7 @@ def check(config: dict) -> None:
 
 def _check_path_names(config: dict, task: str) -> None:
     """Every scheme, variant and seed of ``task`` names a single folder (see PATH_PATTERNS)."""
-    section, by_k = config[task], LAYOUTS[task].by_k_train
+    section, by_k = config[task], get_task(task).layout.by_k_train
     for seed in section["seeds"]:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ConfigError(f"{task}.seeds: {seed!r} is not an integer >= 0")
@@ -233,25 +208,19 @@ def _check_path_names(config: dict, task: str) -> None:
 
 
 def _check_task(config: dict, task: str) -> None:
-    section, layout = config[task], LAYOUTS[task]
-    data, model = section["data"], section["model"]
+    section, layout = config[task], get_task(task).layout
+    model = section["model"]
     if model["d_model"] % model["n_head"]:
         raise ConfigError(f"{task}.model.d_model={model['d_model']} is not divisible by n_head={model['n_head']}")
-    if layout.by_k_train:
-        if data["l_min"] > data["l_max"]:
-            raise ConfigError(f"{task}.data.l_min={data['l_min']} exceeds l_max={data['l_max']}")
-        for k in section["k_train"]:
-            if k > data["l_max"]:
-                raise ConfigError(f"{task}.k_train value {k} exceeds data.l_max={data['l_max']}")
-    else:
-        if data["n_min"] > data["n_max"]:
-            raise ConfigError(f"{task}.data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
+    if not layout.by_k_train:
         for variant in section["runs"]:
             if variant not in layout.variants:
                 raise ConfigError(f"{task}.runs names variant {variant!r}; {task} has {list(layout.variants)}")
-        if "n_vars" in data and data["n_vars"] < max(data["n_max"], *section["eval"]["lengths"]):
-            raise ConfigError(f"{task}.data.n_vars={data['n_vars']} is smaller than the largest statement "
-                              "count (data.n_max, eval.lengths)")
+    if get_task(task).check_section is not None:
+        try:
+            get_task(task).check_section(section)
+        except ValueError as err:
+            raise ConfigError(f"{task}.{err}") from None
     for cell in cells(config, task):
         _check_positions(config, task, cell["scheme"], cell["variant"])
 

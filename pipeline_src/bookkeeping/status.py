@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import config as jobs
 from ..storage.canonical import config_hash
+from ..tasks import get_task
 from .provenance import PACKAGE_DIR, read_record, stage_digest
 
 BASE_CONFIG = Path("config/config.yaml")
@@ -42,11 +43,6 @@ TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summar
 # The log folder of a cell's training and evaluation jobs under results/logs/, and the output each
 # job leaves under results/<folder>/<cell>/ when it succeeds.
 JOB_OUTPUTS = {"train": "model.safetensors", "eval": "accuracy.parquet"}
-# The metric a cell is summarised by, as in the figures: the answer token, except for parity and
-# variable assignment with a scratchpad, scored by exact match of the whole response (Figures 2, 3).
-HEADLINE_METRIC = {("parity_scratchpad", "scratchpad"): "exact_match",
-                   ("variable_assignment", "scratchpad"): "exact_match"}
-DEFAULT_METRIC = "answer"
 STATES = ("done", "diverged", "stale", "missing")
 
 
@@ -261,13 +257,13 @@ def _divergence(summary: Path) -> str:
 
 
 def headline_metric(task: str, variant: str) -> str:
-    return HEADLINE_METRIC.get((task, variant), DEFAULT_METRIC)
+    """The metric a cell is summarised by, as in the task's figure (its module declares it)."""
+    return get_task(task).headline_metric(variant)
 
 
 def longest_train_length(config: dict, task: str) -> int:
     """The longest training sample's length, in the units of the accuracy table's ``length``."""
-    data = config[task]["data"]
-    return 2 * data["l_max"] if jobs.LAYOUTS[task].by_k_train else data["n_max"]
+    return get_task(task).train_lengths(config[task]["data"])[1]
 
 
 def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float] | None, tuple[int, float] | None]:

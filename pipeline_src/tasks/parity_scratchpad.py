@@ -13,11 +13,10 @@ r is the positional scheme's business (positions are data; the scheme transforms
 Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from . import layout
+from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "=")
@@ -114,3 +113,58 @@ def generate_eval(params: dict, seed: int):
         return _frame(rng, n, params)
 
     return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
+
+
+def schema():
+    """The pandera schema of a parity-with-scratchpad frame."""
+    import pandera.polars as pa
+    import polars as pl
+
+    from .frame_schema import TaskSchema, token_is
+
+    class ParityScratchpadSchema(TaskSchema):
+        """One sample of parity with a scratchpad per row (SPEC 2.2): length = n bits."""
+
+        _vocab_size = len(VOCAB)
+
+        @pa.dataframe_check
+        def prompt_has_n_plus_2_tokens(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(
+                (pl.col("prompt").list.len() == pl.col("length") + 2)
+                & token_is("prompt", 0, BOS) & token_is("prompt", -1, EQUALS))
+
+        @pa.dataframe_check
+        def response_is_scratchpad_or_answer(cls, data) -> pl.LazyFrame:
+            """n tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
+            size = pl.col("response").list.len()
+            return data.lazyframe.select(
+                ((size == pl.col("length") + 1) | (size == 2)) & token_is("response", -1, EOS))
+
+        @pa.dataframe_check
+        def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(token_is("response", -2, ZERO + pl.col("answer")))
+
+    return ParityScratchpadSchema
+
+
+def train_lengths(data: dict) -> tuple[int, int]:
+    """The training range of n: (n_min, n_max)."""
+    return data["n_min"], data["n_max"]
+
+
+def check_section(section: dict) -> None:
+    data = section["data"]
+    if data["n_min"] > data["n_max"]:
+        raise ValueError(f"data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
+
+
+TASK = Task(
+    name="parity_scratchpad", summary="Parity with a scratchpad (SPEC 2.2, Figure 2).", vocab=VOCAB,
+    generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
+    sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
+    make_schema=schema,
+    layout=Layout(by_k_train=False, data_fields=("n_min", "n_max"), variants=("scratchpad", "direct"),
+                  data_schema=data_schema(n_min=count("Fewest bits n in training."),
+                                          n_max=count("Most bits n in training."))),
+    figure=Figure("figure2", "pipeline_src.figures.figure2:plot"), cell_columns=CELL_COLUMNS,
+    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section)

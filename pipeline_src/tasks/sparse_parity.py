@@ -7,13 +7,13 @@ XOR(b_i, i in S). The prompt is ``<bos> m_1 b_1 ... m_l b_l =``; the task's leng
 Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
 """
 
-from __future__ import annotations
-
+import functools
 from typing import Callable
 
 import numpy as np
 
 from . import layout
+from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "*", "-", "=")
@@ -117,3 +117,80 @@ def generate_eval(params: dict, seed: int, draw: Callable = sample_layout, task:
     return layout.eval_grid(eval_cells(params), seed, draw_cell,
                             f"every k_test {params['k_test']} exceeds l = length/2 for every length "
                             f"{params['lengths']}")
+
+
+@functools.cache
+def prompt_schema():
+    """The pandera base of sparse parity's frames: the (k, l) columns and the prompt (shared by the
+    scratchpad variant)."""
+    import pandera.polars as pa
+    import polars as pl
+
+    from .frame_schema import TaskSchema
+
+    class SparseParityPrompt(TaskSchema):
+        """The (k, l) columns and the prompt ``<bos> m_1 b_1 ... m_l b_l =`` of sparse parity (SPEC
+        2.1), shared by its scratchpad variant."""
+
+        k: pl.Int32 = pa.Field(ge=1)
+        l: pl.Int32 = pa.Field(ge=1)
+        length: pl.Int32 = pa.Field(ge=2)
+
+        _vocab_size = len(VOCAB)
+
+        @pa.dataframe_check
+        def k_at_most_l(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("k") <= pl.col("l"))
+
+        @pa.dataframe_check
+        def length_is_2l(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("length") == 2 * pl.col("l"))
+
+        @pa.dataframe_check
+        def prompt_has_2l_plus_2_tokens(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("prompt").list.len() == pl.col("length") + 2)
+
+    return SparseParityPrompt
+
+
+def schema():
+    """The pandera schema of a sparse parity frame."""
+    import pandera.polars as pa  # noqa: F401  (the class body's checks)
+    import polars as pl
+
+    class SparseParitySchema(prompt_schema()):
+        """One sample of D^sp(l, k) per row (SPEC 2.1)."""
+
+        @pa.dataframe_check
+        def one_response_token(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("response").list.len() == 1)
+
+    return SparseParitySchema
+
+
+def train_lengths(data: dict) -> tuple[int, int]:
+    """The training range of the length measure 2l: (2 l_min, 2 l_max)."""
+    return 2 * data["l_min"], 2 * data["l_max"]
+
+
+def check_section(section: dict) -> None:
+    """l_min <= l_max, and every K_train <= l_max (else no sample has k <= l)."""
+    data = section["data"]
+    if data["l_min"] > data["l_max"]:
+        raise ValueError(f"data.l_min={data['l_min']} exceeds l_max={data['l_max']}")
+    for k in section["k_train"]:
+        if k > data["l_max"]:
+            raise ValueError(f"k_train value {k} exceeds data.l_max={data['l_max']}")
+
+
+LAYOUT = Layout(
+    by_k_train=True, data_fields=("l_min", "l_max"),
+    data_schema=data_schema(l_min=count("Smallest number of bits l in training (2l = length)."),
+                            l_max=count("Largest number of bits l in training.")))
+
+TASK = Task(
+    name="sparse_parity", summary="Sparse parity (SPEC 2.1, Figure 1).", vocab=VOCAB,
+    generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
+    sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
+    make_schema=schema, layout=LAYOUT, figure=Figure("figure1", "pipeline_src.figures.figure1:plot"),
+    check_section=check_section)

@@ -14,11 +14,10 @@ ID after ``=``, 2l+2.
 Vectorised with NumPy over samples; a pure function of (params, seed).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from . import sparse_parity
+from .task import Figure, Task
 from .sparse_parity import ONE, ZERO, VOCAB, eval_cells, train_k_l  # noqa: F401 (re-exported)
 
 EOS = VOCAB.id("<eos>")
@@ -85,3 +84,35 @@ def generate_eval(params: dict, seed: int):
     """Evaluation grid: ``params`` = {k_test, lengths, n_per_cell}; cells as sparse parity
     (k > l skipped), each seeded by (seed, k, length)."""
     return sparse_parity.generate_eval(params, seed, draw=sample, task="sparse_parity_scratchpad")
+
+
+def schema():
+    """The pandera schema of a sparse parity frame with the scratchpad response."""
+    import pandera.polars as pa
+    import polars as pl
+
+    from .frame_schema import token_is
+
+    class SparseParityScratchpadSchema(sparse_parity.prompt_schema()):
+        """One sample of sparse parity with a running-parity scratchpad per row (SPEC 2.2 variant)."""
+
+        @pa.dataframe_check
+        def response_has_k_plus_1_tokens(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(
+                (pl.col("response").list.len() == pl.col("k") + 1) & token_is("response", -1, EOS))
+
+        @pa.dataframe_check
+        def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(token_is("response", -2, ZERO + pl.col("answer")))
+
+    return SparseParityScratchpadSchema
+
+
+TASK = Task(
+    name="sparse_parity_scratchpad",
+    summary="Sparse parity with a scratchpad over the marked bits (SPEC 2.2 variant, our figure).", vocab=VOCAB,
+    generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
+    sequence_tokens=sequence_tokens, max_position_id=max_position_id,
+    train_lengths=sparse_parity.train_lengths, make_schema=schema, layout=sparse_parity.LAYOUT,
+    figure=Figure("sparse_parity_scratchpad", "pipeline_src.figures.sparse_parity_scratchpad:plot"),
+    cell_columns=CELL_COLUMNS, answer_index=-2, check_section=sparse_parity.check_section)

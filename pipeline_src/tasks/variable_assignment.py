@@ -20,11 +20,10 @@ Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure fu
 (params, seed).
 """
 
-from __future__ import annotations
-
 import numpy as np
 
 from . import layout
+from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
 
 MAX_VARS = 256
@@ -200,3 +199,79 @@ def generate_eval(params: dict, seed: int):
         return _frame(rng, n, depth_law(rng, n, int(params["d_max"])), params)
 
     return layout.eval_grid(cells, seed, draw_cell, "no lengths given")
+
+
+def schema():
+    """The pandera schema of a variable-assignment frame."""
+    import pandera.polars as pa
+    import polars as pl
+
+    from .frame_schema import TaskSchema, token_is
+
+    class VariableAssignmentSchema(TaskSchema):
+        """One sample of variable assignment per row (SPEC 2.3): length = n statements."""
+
+        n_statements: pl.Int32 = pa.Field(ge=1)
+        depth: pl.Int32 = pa.Field(ge=1)
+        answer: pl.Int32 = pa.Field(ge=0, le=9)
+
+        _vocab_size = len(VOCAB)
+
+        @pa.dataframe_check
+        def length_is_n_statements(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("length") == pl.col("n_statements"))
+
+        @pa.dataframe_check
+        def depth_at_most_n_statements(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(pl.col("depth") <= pl.col("n_statements"))
+
+        @pa.dataframe_check
+        def prompt_has_4n_plus_4_tokens(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(
+                (pl.col("prompt").list.len() == 4 * pl.col("n_statements") + 4)
+                & token_is("prompt", 0, BOS) & token_is("prompt", -3, QUERY)
+                & token_is("prompt", -1, EQUALS))
+
+        @pa.dataframe_check
+        def response_is_chain_or_answer(cls, data) -> pl.LazyFrame:
+            """``depth`` tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
+            size = pl.col("response").list.len()
+            return data.lazyframe.select(
+                ((size == pl.col("depth") + 1) | (size == 2)) & token_is("response", -1, EOS))
+
+        @pa.dataframe_check
+        def answer_is_last_response_digit(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(token_is("response", -2, DIGIT0 + pl.col("answer")))
+
+    return VariableAssignmentSchema
+
+
+def train_lengths(data: dict) -> tuple[int, int]:
+    """The training range of the statement count n: (n_min, n_max)."""
+    return data["n_min"], data["n_max"]
+
+
+def check_section(section: dict) -> None:
+    """n_min <= n_max, and enough variable names for the largest statement count."""
+    data = section["data"]
+    if data["n_min"] > data["n_max"]:
+        raise ValueError(f"data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
+    if data["n_vars"] < max(data["n_max"], *section["eval"]["lengths"]):
+        raise ValueError(f"data.n_vars={data['n_vars']} is smaller than the largest statement count "
+                         "(data.n_max, eval.lengths)")
+
+
+TASK = Task(
+    name="variable_assignment", summary="Variable assignment (SPEC 2.3, Figure 3).", vocab=VOCAB,
+    generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
+    sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
+    make_schema=schema,
+    layout=Layout(
+        by_k_train=False, data_fields=("n_vars", "n_min", "n_max", "d_max"), eval_data_fields=("n_vars", "d_max"),
+        variants=("scratchpad", "direct"),
+        data_schema=data_schema(n_min=count("Fewest statements n in training."),
+                                n_max=count("Most statements n in training."),
+                                d_max=count("Largest query depth; d ~ Unif{1..min(d_max, n)}."),
+                                n_vars=count("Variable names in use (v0..).", maximum=MAX_VARS))),
+    figure=Figure("figure3", "pipeline_src.figures.figure3:plot"), cell_columns=CELL_COLUMNS,
+    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section)

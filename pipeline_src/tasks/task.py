@@ -1,0 +1,104 @@
+"""What a task declares: one :class:`Task` per task module, found by the registry (``tasks/__init__``).
+
+A task module owns everything task-specific: its vocabulary, its pure seeded generators (which
+write the coupled position IDs), its Parquet schema, its length measure and evaluation cells, the
+shape of its config section, its headline metric and its figure. Everything else (the config's
+JSON schema, the job specs, the code digests, ``lengthgen status``, the figures and the report) is
+derived from these declarations. Kept free of heavy imports: the Snakefile reads it at parse time.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .vocab import Vocab
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a task's config section maps to training variants and generator params.
+
+    ``by_k_train``: one variant ``k{K}`` per value of the section's ``k_train``, every scheme of
+    ``schemes`` trained on each; otherwise ``runs`` maps each of ``variants`` to its schemes.
+    ``data_fields``: fields of the section's ``data`` block passed to the training generator (besides
+    ``n_samples`` = ``data.n_train``); ``eval_data_fields``: those the evaluation generator also needs.
+    ``data_schema``: the JSON schema of the ``data`` block (every field documented).
+    """
+
+    by_k_train: bool
+    data_fields: tuple[str, ...]
+    data_schema: dict
+    eval_data_fields: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A task's figure: its name (``results/figures/{name}.png``, caption ``workflow/report/{name}.rst``)
+    and the function that draws it, as ``"module:function"`` (imported when the figure is made, so
+    that reading the registry never imports matplotlib)."""
+
+    name: str
+    draw: str
+
+    def plot_function(self) -> Callable:
+        module, _, function = self.draw.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One synthetic task. Generators are pure functions of (params, seed) returning a polars frame
+    in the common layout (:mod:`.layout`) with the task's ``cell_columns`` as keys."""
+
+    name: str
+    summary: str  # one line: the config schema's description of the task's section
+    vocab: Vocab
+    generate_train: Callable  # (params, seed) -> polars DataFrame
+    generate_eval: Callable  # (params, seed) -> polars DataFrame
+    eval_cells: Callable  # (eval params) -> list of cell keys, tuples ordered like cell_columns
+    sequence_tokens: Callable[..., int]  # (length measure, params=None) -> tokens the model sees
+    max_position_id: Callable[..., int]  # (length, params=None) -> largest coupled ID of such a sample
+    train_lengths: Callable[[dict], tuple[int, int]]  # data block -> (shortest, longest) training length
+    make_schema: Callable  # () -> the pandera model of the task's frames (pandera is slow to import)
+    layout: Layout
+    figure: Figure
+    cell_columns: tuple[str, ...] = ("k", "length")
+    # index in ``response`` of the answer token (-1: the response is the answer; -2: ... <eos>)
+    answer_index: int = -1
+    # metric a cell is summarised by (status, tables) per variant; "answer" for variants not listed
+    headline_metrics: dict[str, str] = field(default_factory=dict)
+    # (section) -> None: checks of the config section beyond the JSON schema; raises ValueError
+    # with a message naming the field relative to the section (e.g. "data.n_vars=...")
+    check_section: Callable[[dict], None] | None = None
+    module: str = ""  # the dotted module declaring the task (set by the registry)
+
+    @property
+    def schema(self):
+        return _schema(self.make_schema)
+
+    def headline_metric(self, variant: str) -> str:
+        return self.headline_metrics.get(variant, "answer")
+
+
+@functools.cache
+def _schema(make_schema: Callable):
+    return make_schema()
+
+
+def data_schema(**fields: dict) -> dict:
+    """The JSON schema of a task's ``data`` block: ``fields`` (name -> JSON schema, each with a
+    description) plus the two every task has, ``n_train`` and ``seed``; all required."""
+    properties = {**fields,
+                  "n_train": {"type": "integer", "minimum": 1, "description": "Training samples per variant."},
+                  "seed": {"type": "integer", "minimum": 0, "description": "Seed of the training sets."}}
+    return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
+
+
+def count(description: str, maximum: int | None = None) -> dict:
+    """The JSON schema of a positive integer field of a ``data`` block."""
+    schema = {"type": "integer", "minimum": 1, "description": description}
+    return schema if maximum is None else {**schema, "maximum": maximum}
