@@ -2,7 +2,7 @@
 # Run `snakemake --cores N all`; see README.md and config/README.md.
 import sys
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 from pipeline_src.bookkeeping.status import unfinished_warning
 
@@ -10,9 +10,6 @@ min_version("9.0")
 
 
 configfile: "config/config.yaml"
-
-
-validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

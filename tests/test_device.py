@@ -18,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+from pipeline_src.bookkeeping.schema import config_schema
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src import device as devices
 from pipeline_src.language import config as lang
@@ -33,7 +34,7 @@ from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = config_schema()
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
 quiet = {"progress": lambda line: None}

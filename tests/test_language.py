@@ -16,6 +16,7 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+from pipeline_src.bookkeeping.schema import config_schema
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json, sha256_file
@@ -41,7 +42,7 @@ def merged(base: dict, override: dict) -> dict:
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 SMOKE = merged(DEFAULT, yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()))
-SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = config_schema()
 
 
 def documents(n: int = 48) -> list[str]:

@@ -171,6 +171,18 @@ def figure_spec(config: dict, figure: str) -> dict:
             "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths}
 
 
+def validate(config: dict) -> None:
+    """The whole check of a loaded config, as the Snakefile and ``lengthgen status`` run it: the JSON
+    schema (:mod:`.schema`, filling its defaults in place), then the cross-field checks."""
+    from .schema import ConfigSchemaError, validate as validate_schema
+
+    try:
+        validate_schema(config)
+    except ConfigSchemaError as err:
+        raise ConfigError(str(err)) from None
+    check(config)
+
+
 def check(config: dict) -> None:
     """Cross-field checks the JSON schema cannot express; errors name the field. Also (as the schema
     does) rejects any name that could not be a results folder, should the schema be bypassed."""

@@ -34,10 +34,9 @@ from pathlib import Path
 from . import config as jobs
 from ..storage.canonical import config_hash
 from ..tasks import get_task
-from .provenance import PACKAGE_DIR, read_record, stage_digest
+from .provenance import read_record, stage_digest
 
 BASE_CONFIG = Path("config/config.yaml")
-SCHEMA = Path("workflow/schemas/config.schema.yaml")
 # Output files of each rule (mirrors workflow/rules/*.smk); the first is the one whose record is read.
 TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summary.json")
 # The log folder of a cell's training and evaluation jobs under results/logs/, and the output each
@@ -53,8 +52,7 @@ class StatusError(ValueError):
 # --- the config, loaded like Snakemake ---
 
 
-def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG,
-                schema: Path | None = None) -> dict:
+def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
     """``base`` deep-merged with each of ``configfiles`` in order (Snakemake's ``update_config``:
     nested keys merge, lists are replaced), validated with the schema's defaults filled in, checked.
     ``base`` may be absent when config files are given, as with Snakemake."""
@@ -72,27 +70,11 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
             update_config(config, load_configfile(str(path)))
         except Exception as err:  # noqa: BLE001 - YAML / JSON errors of any kind
             raise StatusError(f"{path}: cannot read config: {err}") from None
-    _validate(config, schema or _schema_path(), files)
-    return config
-
-
-def _schema_path() -> Path:
-    """The workflow's schema: the working directory's, else the one of the checkout of this package."""
-    return SCHEMA if SCHEMA.is_file() else PACKAGE_DIR.parent / SCHEMA
-
-
-def _validate(config: dict, schema: Path, files: list[Path]) -> None:
-    from snakemake.utils import validate
-
-    names = ", ".join(str(f) for f in files)
     try:
-        validate(config, str(schema))
-    except Exception as err:  # noqa: BLE001 - snakemake wraps jsonschema errors in WorkflowError
-        raise StatusError(f"config from {names} does not match {schema}: {err}") from None
-    try:
-        jobs.check(config)
+        jobs.validate(config)
     except jobs.ConfigError as err:
-        raise StatusError(f"config from {names}: {err}") from None
+        raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
+    return config
 
 
 # --- the jobs of one cell ---

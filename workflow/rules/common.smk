@@ -6,8 +6,10 @@ from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping.provenance import stage_digest
 
+# The schema (assembled from the task and scheme registries, defaults filled in) and the
+# cross-field checks; one line naming the field on failure.
 try:
-    jobs.check(config)
+    jobs.validate(config)
 except jobs.ConfigError as err:
     raise WorkflowError(f"invalid config: {err}")
 

@@ -1,0 +1,93 @@
+"""The JSON schema of the pipeline config, assembled from the registries, and validation against it.
+
+The shared part (threads, device, the model / train / positions blocks, the language section) is
+written once in ``config.schema.yaml`` next to this module. What the registries know is filled in
+here: the task names (``tasks``), each task's section (its layout's variant fields, its ``data``
+block as its module declares it) and the scheme names. So a new task or scheme module needs no
+schema edit. Validation fills the schema's defaults in place and fails with one line naming the
+field. Torch-free and cheap: the Snakefile validates at parse time.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+
+SCHEMA_FILE = Path(__file__).with_name("config.schema.yaml")
+
+
+class ConfigSchemaError(ValueError):
+    """A config that does not match the schema; the message names the field."""
+
+
+@functools.cache
+def _schema() -> dict:
+    import yaml
+
+    from ..language.config import LANGUAGE
+    from ..schemes import SCHEMES
+    from ..tasks import TASKS
+
+    schema = yaml.safe_load(SCHEMA_FILE.read_text())
+    defs = schema["$defs"]
+    defs["scheme"] = {"enum": list(SCHEMES)}
+    schema["properties"]["tasks"]["items"] = {"enum": [*TASKS, LANGUAGE]}
+    for name, task in TASKS.items():
+        section = copy.deepcopy(defs["k_task" if task.layout.by_k_train else "n_task"])
+        section["description"] = task.summary
+        section["properties"]["data"] = task.layout.data_schema
+        if not task.layout.by_k_train:
+            section["properties"]["runs"]["propertyNames"] = {"enum": list(task.layout.variants)}
+        schema["properties"][name] = section
+    return schema
+
+
+def config_schema() -> dict:
+    """The whole schema (a fresh copy: callers may edit it)."""
+    return copy.deepcopy(_schema())
+
+
+def field_name(path) -> str:
+    """``("sparse_parity", "schemes", 1)`` -> ``sparse_parity.schemes[1]``."""
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{part}" if name else str(part))
+    return name or "the config"
+
+
+def validate(config: dict) -> None:
+    """Check ``config`` against :func:`config_schema`, filling in defaults (in place); raise
+    :class:`ConfigSchemaError` naming the first field at fault."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(config))
+    if error is not None:
+        raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}")
+
+
+def _short(error) -> str:
+    """The validator's message without a dump of a large offending value."""
+    if error.validator == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown key")
+    message = error.message
+    return message if len(message) <= 200 else f"{message[:200]}... (fails {error.validator!r})"
+
+
+@functools.cache
+def _validator():
+    """A Draft 2020-12 validator that also sets each missing property with a ``default``."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    extended = jsonschema.validators.extend(base, {"properties": properties_with_defaults})
+    return extended(_schema())
