@@ -30,7 +30,7 @@ def edited(**changes) -> dict:
 
 def test_default_config_passes_and_lists_every_task_and_figure():
     jobs.check(DEFAULT)
-    assert jobs.figures(DEFAULT) == ["figure1", "figure2", "figure3", "sparse_parity_scratchpad"]
+    assert jobs.figures(DEFAULT) == ["figure1", "figure2", "figure3", "sparse_parity_scratchpad", "addition"]
 
 
 def test_sparse_parity_variants_are_k_train_values():

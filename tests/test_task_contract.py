@@ -50,6 +50,12 @@ SPECS = {
         "small": {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30},
         "regrid": [[40, 10]],
     },
+    "addition": {
+        "train": {"n_min": 1, "n_max": 12, "n_samples": 200},
+        "eval": {"lengths": [1, 4, 12, 30], "n_per_cell": 30},
+        "small": {"n_min": 1, "n_max": 5, "n_samples": 30},
+        "regrid": [[30, 12, 2]],
+    },
 }
 NAMES = sorted(TASKS)
 SPLITS = [(name, split) for name in NAMES for split in ("train", "eval")]

@@ -67,16 +67,9 @@ def _k_train(variant: str) -> int:
     return int(variant[1:])
 
 
-def _variant_params(task: str, variant: str) -> dict:
-    """Generator params a variant sets: K_train, or whether the response is a scratchpad."""
-    if get_task(task).layout.by_k_train:
-        return {"k_train": _k_train(variant)}
-    return {"scratchpad": variant == "scratchpad"}
-
-
 def train_data_spec(config: dict, task: str, variant: str) -> dict:
     data = config[task]["data"]
-    params = {**{f: data[f] for f in get_task(task).layout.data_fields}, **_variant_params(task, variant),
+    params = {**{f: data[f] for f in get_task(task).layout.data_fields}, **get_task(task).layout.params(variant),
               "n_samples": data["n_train"]}
     return {"task": task, "split": "train", "seed": data["seed"], "params": params}
 
@@ -95,7 +88,7 @@ def eval_data_spec(config: dict, task: str, variant: str) -> dict:
     if get_task(task).layout.by_k_train:
         params["k_test"] = sorted(ev["k_test"])
     else:
-        params.update(_variant_params(task, variant))
+        params.update(get_task(task).layout.params(variant))
     return {"task": task, "split": "eval", "seed": ev["seed"], "params": params}
 
 

@@ -55,6 +55,7 @@ TASK_MODULES = {
     "sparse_parity_scratchpad": ["sparse_parity.py", "sparse_parity_scratchpad.py"],
     "parity_scratchpad": ["parity_scratchpad.py"],
     "variable_assignment": ["variable_assignment.py"],
+    "addition": ["addition.py"],
 }
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
              "tokenizers", "gensim")

@@ -16,7 +16,7 @@ Everything is vectorised over samples with NumPy and is a pure function of (para
 import numpy as np
 
 from . import layout
-from .task import Figure, Layout, Task, count, data_schema
+from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "=")
@@ -163,7 +163,7 @@ TASK = Task(
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema,
-    layout=Layout(by_k_train=False, data_fields=("n_min", "n_max"), variants=("scratchpad", "direct"),
+    layout=Layout(by_k_train=False, data_fields=("n_min", "n_max"), variants=("scratchpad", "direct"), variant_params=scratchpad_variant,
                   data_schema=data_schema(n_min=count("Fewest bits n in training."),
                                           n_max=count("Most bits n in training."))),
     figure=Figure("figure2", "pipeline_src.figures.figure2:plot"), cell_columns=CELL_COLUMNS,

@@ -22,7 +22,10 @@ class Layout:
     """How a task's config section maps to training variants and generator params.
 
     ``by_k_train``: one variant ``k{K}`` per value of the section's ``k_train``, every scheme of
-    ``schemes`` trained on each; otherwise ``runs`` maps each of ``variants`` to its schemes.
+    ``schemes`` trained on each (the generators get ``k_train``); otherwise ``runs`` maps each of
+    ``variants`` to its schemes, and ``variant_params(variant)`` gives the generator params the
+    variant sets (e.g. whether the response is a scratchpad); a variant that changes the response
+    has its own evaluation set.
     ``data_fields``: fields of the section's ``data`` block passed to the training generator (besides
     ``n_samples`` = ``data.n_train``); ``eval_data_fields``: those the evaluation generator also needs.
     ``data_schema``: the JSON schema of the ``data`` block (every field documented).
@@ -33,6 +36,13 @@ class Layout:
     data_schema: dict
     eval_data_fields: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    variant_params: Callable[[str], dict] | None = None
+
+    def params(self, variant: str) -> dict:
+        """The generator params ``variant`` sets."""
+        if self.by_k_train:
+            return {"k_train": int(variant[1:])}
+        return self.variant_params(variant) if self.variant_params else {}
 
 
 @dataclass(frozen=True)
@@ -102,3 +112,8 @@ def count(description: str, maximum: int | None = None) -> dict:
     """The JSON schema of a positive integer field of a ``data`` block."""
     schema = {"type": "integer", "minimum": 1, "description": description}
     return schema if maximum is None else {**schema, "maximum": maximum}
+
+
+def scratchpad_variant(variant: str) -> dict:
+    """``variant_params`` of a task run with (``scratchpad``) or without (``direct``) a scratchpad."""
+    return {"scratchpad": variant == "scratchpad"}

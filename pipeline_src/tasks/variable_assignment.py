@@ -23,7 +23,7 @@ Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure fu
 import numpy as np
 
 from . import layout
-from .task import Figure, Layout, Task, count, data_schema
+from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
 
 MAX_VARS = 256
@@ -268,7 +268,7 @@ TASK = Task(
     make_schema=schema,
     layout=Layout(
         by_k_train=False, data_fields=("n_vars", "n_min", "n_max", "d_max"), eval_data_fields=("n_vars", "d_max"),
-        variants=("scratchpad", "direct"),
+        variants=("scratchpad", "direct"), variant_params=scratchpad_variant,
         data_schema=data_schema(n_min=count("Fewest statements n in training."),
                                 n_max=count("Most statements n in training."),
                                 d_max=count("Largest query depth; d ~ Unif{1..min(d_max, n)}."),

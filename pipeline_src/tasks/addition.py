@@ -1,0 +1,181 @@
+"""Integer addition with position coupling (Cho et al. 2024, "Position Coupling").
+
+The prompt is ``<bos> a_n ... a_1 + b_n ... b_1 =``: two operands of n digits, most significant
+first, zero-padded to the same length (so a, b ~ Unif[0, 10^n)). The response is the sum, least
+significant digit first and padded to n+1 digits, ``c_1 ... c_{n+1} <eos>``; the length measure is
+n. The answer is the carry out of the top digit, c_{n+1} (0 or 1): the one digit that depends on
+every digit of both operands.
+
+Coupled position IDs (evaluation offset r = 1): ``<bos>`` -> 0; the digits of equal significance
+share an ID, a_i, b_i and c_i -> r+i; ``+`` and ``=`` -> r (so c_1, predicted at ``=``, sits one ID
+after it, and each c_{i+1} one after c_i); c_{n+1} -> r+n+1 and ``<eos>`` -> r+n+2. The random
+training offset is the positional scheme's business, as for every task.
+
+Cho et al. train a 1-layer decoder on 1-30 digit operands and add 200-digit numbers with coupled
+IDs; ``config/paper.yaml`` holds their setting. Vectorised with NumPy; a pure function of
+(params, seed).
+"""
+
+import numpy as np
+
+from . import layout
+from .task import Figure, Layout, Task, count, data_schema
+from .vocab import Vocab
+
+VOCAB = Vocab.with_specials(*(str(d) for d in range(10)), "+", "=")
+BOS, EOS, PLUS, EQUALS, DIGIT0 = (VOCAB.id(t) for t in ("<bos>", "<eos>", "+", "=", "0"))
+OFFSET = 1  # r at evaluation
+CELL_COLUMNS = ("length",)
+
+
+def sample(rng: np.random.Generator, n: np.ndarray) -> dict[str, np.ndarray]:
+    """One sum per entry of ``n`` (operand digits, >= 1): right-padded ``prompt``/``prompt_pos``
+    [N, 2 max(n) + 3] and ``response``/``response_pos`` [N, max(n) + 2] with their row lengths, the
+    digits of ``a``, ``b`` and the sum ``c`` (least significant first, [N, max(n) + 1], 0 past the
+    number) and ``answer`` (the carry out, c_{n+1})."""
+    n = np.asarray(n, dtype=np.int64)
+    if n.ndim != 1 or len(n) == 0:
+        raise ValueError("addition needs a non-empty 1-d array of digit counts")
+    if np.any(n < 1):
+        raise ValueError("addition needs n >= 1 digits for every sample")
+    size, width = len(n), int(n.max())
+    rows = np.arange(size)
+    inside = np.arange(width + 1)[None, :] < n[:, None]  # digit s (0-based significance) of the operands
+    a = rng.integers(0, 10, size=(size, width + 1)) * inside
+    b = rng.integers(0, 10, size=(size, width + 1)) * inside
+    c = np.zeros_like(a)
+    carry = np.zeros(size, dtype=np.int64)
+    for s in range(width + 1):  # schoolbook addition, least significant digit first
+        total = a[:, s] + b[:, s] + carry
+        c[:, s], carry = total % 10, total // 10
+
+    prompt = np.zeros((size, 2 * width + 3), dtype=np.int64)
+    prompt_pos = np.zeros_like(prompt)
+    prompt[:, 0] = BOS
+    row, s = np.nonzero(inside)
+    for operand, column in ((a, n[row] - s), (b, 2 * n[row] + 1 - s)):  # most significant digit first
+        prompt[row, column] = DIGIT0 + operand[row, s]
+        prompt_pos[row, column] = OFFSET + 1 + s  # digit of significance s+1 -> r + s + 1
+    prompt[rows, n + 1], prompt_pos[rows, n + 1] = PLUS, OFFSET
+    prompt[rows, 2 * n + 2], prompt_pos[rows, 2 * n + 2] = EQUALS, OFFSET
+
+    response = np.zeros((size, width + 2), dtype=np.int64)
+    response_pos = np.zeros_like(response)
+    row, s = np.nonzero(np.arange(width + 1)[None, :] <= n[:, None])  # c_1 .. c_{n+1}
+    response[row, s], response_pos[row, s] = DIGIT0 + c[row, s], OFFSET + 1 + s
+    response[rows, n + 1], response_pos[rows, n + 1] = EOS, OFFSET + n + 2
+    return {"prompt": prompt, "prompt_pos": prompt_pos, "prompt_len": 2 * n + 3,
+            "response": response, "response_pos": response_pos, "response_len": n + 2,
+            "a": a, "b": b, "c": c, "answer": c[rows, n]}
+
+
+def _frame(rng: np.random.Generator, n: np.ndarray):
+    import polars as pl
+
+    return pl.DataFrame(layout.frame_columns(sample(rng, n), length=n))
+
+
+def sequence_tokens(length: int, params: dict | None = None) -> int:
+    """Tokens fed to the model for n = ``length`` digits: the prompt (2n+3) and the response (n+2)."""
+    return 3 * length + 5
+
+
+def max_position_id(length: int, params: dict | None = None) -> int:
+    """Largest coupled ID (r = 1) of a sample with n = ``length`` digits: <eos> at r+n+2."""
+    return OFFSET + length + 2
+
+
+def train_lengths(data: dict) -> tuple[int, int]:
+    """The training range of the operand digits n: (n_min, n_max)."""
+    return data["n_min"], data["n_max"]
+
+
+def generate_train(params: dict, seed: int):
+    """Training set: ``params`` = {n_min, n_max, n_samples}; n ~ Unif{n_min..n_max}, then both
+    operands uniform over n-digit strings (leading zeros allowed)."""
+    n_min, n_max = layout.length_range("addition", params)
+    rng = np.random.default_rng([seed])
+    return _frame(rng, rng.integers(n_min, n_max + 1, size=int(params["n_samples"])))
+
+
+def eval_cells(params: dict) -> list[tuple[int]]:
+    """One cell per operand length n, as 1-tuples keyed like ``CELL_COLUMNS``."""
+    return layout.length_cells(params)
+
+
+def generate_eval(params: dict, seed: int):
+    """Evaluation grid: ``params`` = {lengths, n_per_cell}; each cell from its own stream seeded by
+    (seed, n)."""
+
+    def draw_cell(rng: np.random.Generator, length: int):
+        layout.check_eval_length("addition", length)
+        return _frame(rng, np.full(int(params["n_per_cell"]), length, dtype=np.int64))
+
+    return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
+
+
+def check_section(section: dict) -> None:
+    layout.length_range("data", section["data"])
+
+
+def schema():
+    """The pandera schema of an addition frame."""
+    import pandera.polars as pa
+    import polars as pl
+
+    from .frame_schema import TaskSchema, token_is
+
+    class AdditionSchema(TaskSchema):
+        """One sum per row: length = n operand digits."""
+
+        _vocab_size = len(VOCAB)
+
+        @pa.dataframe_check
+        def prompt_has_2n_plus_3_tokens(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(
+                (pl.col("prompt").list.len() == 2 * pl.col("length") + 3) & token_is("prompt", 0, BOS)
+                & token_is("prompt", -1, EQUALS))
+
+        @pa.dataframe_check
+        def response_has_n_plus_1_digits(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(
+                (pl.col("response").list.len() == pl.col("length") + 2) & token_is("response", -1, EOS))
+
+        @pa.dataframe_check
+        def answer_is_the_carry_out(cls, data) -> pl.LazyFrame:
+            return data.lazyframe.select(token_is("response", -2, DIGIT0 + pl.col("answer")))
+
+    return AdditionSchema
+
+
+def plot(spec: dict, inputs: list, outputs: list, rule: str = "addition") -> None:
+    """Exact match of the whole sum (left) and the carry out (right) against n, one line per scheme."""
+    import matplotlib.pyplot as plt
+
+    from ..figures import lines
+    from ..figures.common import note_diverged, read_accuracy, save_figure
+
+    frame = read_accuracy(inputs)
+    fig, axes = plt.subplots(1, 2, sharey=True, figsize=(10, 3.8), layout="constrained")
+    for ax, (metric, title, chance) in zip(axes, [("exact_match", "whole sum (exact match)", None),
+                                                  ("answer", "carry out c_{n+1}", None)]):
+        lines.draw(ax, lines.summarize(frame, metric), lines.runs_of(spec), spec, title=title, chance=chance,
+                   with_variant=False)
+        ax.set_xlabel("operand digits n")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
+    fig.suptitle("Addition: length generalization (mean over seeds)", fontsize=10)
+    note_diverged(fig, frame)
+    save_figure(fig, outputs, rule, spec, inputs)
+
+
+TASK = Task(
+    name="addition", summary="Integer addition, sum least significant digit first (Cho et al. 2024).",
+    vocab=VOCAB, generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
+    sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
+    make_schema=schema,
+    layout=Layout(by_k_train=False, data_fields=("n_min", "n_max"), variants=("direct",),
+                  data_schema=data_schema(n_min=count("Fewest operand digits n in training."),
+                                          n_max=count("Most operand digits n in training."))),
+    figure=Figure("addition", "pipeline_src.tasks.addition:plot"), cell_columns=CELL_COLUMNS,
+    answer_index=-2, headline_metrics={"direct": "exact_match"}, check_section=check_section)

@@ -1,0 +1,62 @@
+"""Every list of tasks and schemes agrees with the registries (``pipeline_src.tasks.TASKS``,
+``pipeline_src.schemes.SCHEMES``): the config schema, the shipped configs, the figures and their
+captions, the README's tables, the plotting palette. Adding a task or scheme module therefore needs
+no other list edited, and a list that drifts fails here."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping.schema import config_schema
+from pipeline_src.figures.lines import SCHEME_COLOURS
+from pipeline_src.language.config import LANGUAGE
+from pipeline_src.schemes import SCHEMES
+from pipeline_src.tasks import TASKS
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+
+
+def test_config_schema_names_exactly_the_registered_tasks_and_schemes():
+    schema = config_schema()
+    assert schema["properties"]["tasks"]["items"]["enum"] == [*TASKS, LANGUAGE]
+    assert schema["$defs"]["scheme"]["enum"] == list(SCHEMES)
+    for name, task in TASKS.items():
+        assert schema["properties"][name]["properties"]["data"] == task.layout.data_schema
+
+
+def test_each_task_module_declares_its_task():
+    for name, task in TASKS.items():
+        assert task.module == f"pipeline_src.tasks.{name}", "a task lives in the module named after it"
+        module = sys.modules[task.module]
+        assert module.TASK.name == name
+
+
+def test_figures_and_captions_come_from_the_tasks():
+    assert jobs.FIGURES == {task.figure.name: name for name, task in TASKS.items()}
+    for task in TASKS.values():
+        assert (REPO / "workflow" / "report" / f"{task.figure.name}.rst").is_file(), task.name
+        assert callable(task.figure.plot_function())
+
+
+def test_shipped_configs_run_every_task():
+    default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    smoke = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    assert set(default["tasks"]) == {*TASKS, LANGUAGE}
+    for name in TASKS:
+        assert name in default and name in smoke, f"{name} needs a section in config.yaml and smoke.yaml"
+
+
+def test_readme_tables_list_every_task_and_scheme():
+    rows = set(re.findall(r"^\| `([a-z_]+)` \|", README, flags=re.M))
+    missing = ({*TASKS} - {"sparse_parity"} | {*SCHEMES}) - rows  # sparse parity has its own section
+    assert not missing, f"README tables lack rows for {sorted(missing)}"
+
+
+def test_palette_names_only_registered_schemes():
+    assert set(SCHEME_COLOURS) <= set(SCHEMES)
