@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
 from pipeline_src.storage import datasets
 from pipeline_src.bookkeeping.provenance import build_record
 from pipeline_src.tasks import get_task
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_config() -> dict:
+    """``config/config.yaml`` as the workflow sees it: validated, each task section merged over
+    ``defaults``."""
+    from pipeline_src.bookkeeping.status import load_config
+
+    return load_config([], base=REPO / "config" / "config.yaml")
+
 
 TINY_MODEL = {"d_model": 32, "n_layer": 1, "n_head": 2, "d_mlp": 64, "rotary_pct": 1.0,
               "rotary_base": 10000.0, "max_positions": 256, "parallel_residual": True}

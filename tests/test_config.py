@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import default_config
+from pipeline_src.bookkeeping.status import load_config
+from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+DEFAULT = default_config()
 
 
 def edited(**changes) -> dict:
@@ -114,7 +117,66 @@ def merged(base: dict, override: dict) -> dict:
 
 @pytest.mark.parametrize("name", ["smoke.yaml", "mid.yaml", "paper.yaml"])
 def test_shipped_scale_configs_pass_the_cross_field_checks(name):
-    jobs.check(merged(DEFAULT, yaml.safe_load((REPO / "config" / name).read_text())))
+    load_config([REPO / "config" / name], base=REPO / "config" / "config.yaml")
+
+
+def test_smoke_config_is_tiny_for_every_task():
+    smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
+    for task in jobs.tasks(smoke):
+        assert smoke[task]["train"]["steps"] <= 50 and smoke[task]["model"]["d_model"] <= 32, task
+        assert smoke[task]["data"]["n_train"] <= 2000 and smoke[task]["eval"]["n_per_cell"] <= 20, task
+
+
+def all_specs(config: dict) -> dict:
+    """Every job spec of ``config``'s synthetic tasks, keyed by job."""
+    specs = {}
+    for task in jobs.tasks(config):
+        for c in jobs.cells(config, task):
+            key = f"{task}/{c['variant']}/{c['scheme']}/{c['seed']}"
+            specs[f"train {key}"] = jobs.train_spec(config, task, c["variant"], c["scheme"], c["seed"])
+            specs[f"data {key}"] = (jobs.train_data_spec(config, task, c["variant"]),
+                                    jobs.eval_data_spec(config, task, c["variant"]))
+        specs[f"eval {task}"] = jobs.eval_spec(config, task)
+    specs.update({f"figure {f}": jobs.figure_spec(config, f) for f in jobs.figures(config)})
+    return {key: canonical_json(spec) for key, spec in specs.items()}
+
+
+def test_where_a_value_is_written_changes_no_job_spec():
+    """A default spelled out in a section, a section value moved to ``defaults``, keys reordered:
+    the same specs, so nothing reruns."""
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    reference = all_specs(validated(copy.deepcopy(raw)))
+    spelled = copy.deepcopy(raw)
+    spelled["parity_scratchpad"]["train"]["lr"] = raw["defaults"]["train"]["lr"]
+    spelled["addition"]["model"] = dict(reversed(list(raw["defaults"]["model"].items())), n_layer=1)
+    moved = copy.deepcopy(raw)
+    moved["defaults"]["train"]["steps"] = raw["parity_scratchpad"]["train"]["steps"]
+    del moved["parity_scratchpad"]["train"]
+    for task in ("sparse_parity", "variable_assignment", "sparse_parity_scratchpad", "addition"):
+        moved[task].setdefault("train", {}).setdefault("steps", raw["defaults"]["train"]["steps"])
+    assert all_specs(validated(spelled)) == reference
+    assert all_specs(validated(moved)) == reference
+    changed = copy.deepcopy(raw)
+    changed["defaults"]["train"]["lr"] = 5.0e-4
+    differ = {key for key, spec in all_specs(validated(changed)).items() if spec != reference[key]}
+    assert differ == {key for key in reference if key.startswith("train ")}, "a default reaches every task"
+
+
+def validated(config: dict) -> dict:
+    jobs.validate(config)
+    return config
+
+
+def test_errors_in_defaults_name_the_defaults_field():
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw["defaults"]["train"]["lr"] = "fast"
+    with pytest.raises(jobs.ConfigError, match=re.escape("defaults.train.lr")):
+        jobs.validate(raw)
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    del raw["defaults"]["train"]["steps"]
+    with pytest.raises(jobs.ConfigError, match=r"[a-z_]+\.train: 'steps' is a required property \(write it in the "
+                                               r"task's section or in defaults\)"):
+        jobs.validate(raw)
 
 
 UNSAFE_NAMES = [  # a config value that would name a folder outside its cell's -> the field named

@@ -18,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+from tests.conftest import default_config
 from pipeline_src.bookkeeping.schema import config_schema
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src import device as devices
@@ -35,7 +36,7 @@ from tests.conftest import tiny_train_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = config_schema()
-DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+DEFAULT = default_config()
 PAPER = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
 quiet = {"progress": lambda line: None}
 

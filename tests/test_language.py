@@ -16,6 +16,7 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
+from tests.conftest import default_config
 from pipeline_src.bookkeeping.schema import config_schema
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.language import config as lang
@@ -40,7 +41,7 @@ def merged(base: dict, override: dict) -> dict:
     return out
 
 
-DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+DEFAULT = default_config()
 SMOKE = merged(DEFAULT, yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()))
 SCHEMA = config_schema()
 

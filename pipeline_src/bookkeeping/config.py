@@ -14,6 +14,7 @@ A task's section trains one model per (variant, scheme, seed). A *variant* is on
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 import re
@@ -165,15 +166,35 @@ def figure_spec(config: dict, figure: str) -> dict:
 
 
 def validate(config: dict) -> None:
-    """The whole check of a loaded config, as the Snakefile and ``lengthgen status`` run it: the JSON
-    schema (:mod:`.schema`, filling its defaults in place), then the cross-field checks."""
+    """The whole check of a loaded config, as the Snakefile and ``lengthgen status`` run it, in
+    place: each task section merged over ``defaults`` (:func:`merge_defaults`), the JSON schema
+    (:mod:`.schema`, filling its defaults), then the cross-field checks."""
     from .schema import ConfigSchemaError, validate as validate_schema
 
     try:
+        validate_schema(config, sections=False)
+        merge_defaults(config)
         validate_schema(config)
     except ConfigSchemaError as err:
         raise ConfigError(str(err)) from None
     check(config)
+
+
+def merge_defaults(config: dict) -> None:
+    """Replace each task section of ``config`` by ``defaults`` with the section merged over it: nested
+    keys one by one, lists and values replaced whole (as Snakemake merges a ``--configfile``). Only
+    the merged sections reach the job specs, so where a value is written changes nothing."""
+    defaults = config.get("defaults") or {}
+    for task in TASKS:
+        if isinstance(config.get(task), dict):
+            config[task] = _merged(defaults, config[task])
+
+
+def _merged(base: dict, override: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def check(config: dict) -> None:

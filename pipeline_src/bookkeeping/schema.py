@@ -40,7 +40,43 @@ def _schema() -> dict:
         if not task.layout.by_k_train:
             section["properties"]["runs"]["propertyNames"] = {"enum": list(task.layout.variants)}
         schema["properties"][name] = section
+    schema["properties"]["defaults"] = _defaults_schema(defs)
     return schema
+
+
+def _defaults_schema(defs: dict) -> dict:
+    """The ``defaults`` block: any part of a task section that every task shares (the fields of
+    ``$defs.k_task`` but the variant fields, the task-specific ``data`` and ``eval`` fields), none
+    required; each field's schema and description are the task sections' own."""
+    shared = defs["k_task"]["properties"]
+    data_fields = ("n_train", "seed")
+    eval_fields = ("n_per_cell", "seed", "batch_size")
+    return {
+        "description": "Merged under every task section (a section lists only what differs).",
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "seeds": shared["seeds"],
+            "data": _partial({"type": "object", "additionalProperties": False, "properties": {
+                name: schema for name, schema in _any_task_data().items() if name in data_fields}}),
+            "eval": _partial(_only(shared["eval"], eval_fields)),
+            **{name: _partial(defs[name]) for name in ("model", "train", "positions", "figure")},
+        },
+    }
+
+
+def _any_task_data() -> dict:
+    from ..tasks import TASKS
+
+    return next(iter(TASKS.values())).layout.data_schema["properties"]
+
+
+def _only(schema: dict, fields: tuple[str, ...]) -> dict:
+    return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k in fields}}
+
+
+def _partial(schema: dict) -> dict:
+    """``schema`` with no required fields."""
+    return {key: value for key, value in schema.items() if key != "required"}
 
 
 def config_schema() -> dict:
@@ -56,14 +92,22 @@ def field_name(path) -> str:
     return name or "the config"
 
 
-def validate(config: dict) -> None:
+def validate(config: dict, sections: bool = True) -> None:
     """Check ``config`` against :func:`config_schema`, filling in defaults (in place); raise
-    :class:`ConfigSchemaError` naming the first field at fault."""
+    :class:`ConfigSchemaError` naming the first field at fault. ``sections=False`` leaves the task
+    sections out (before they are merged over ``defaults`` they may be incomplete)."""
     import jsonschema
 
+    from ..tasks import TASKS
+
+    if not sections:
+        config = {key: value for key, value in config.items() if key not in TASKS}
     error = jsonschema.exceptions.best_match(_validator().iter_errors(config))
     if error is not None:
-        raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}")
+        hint = ""
+        if error.validator == "required" and error.absolute_path and error.absolute_path[0] in TASKS:
+            hint = " (write it in the task's section or in defaults)"
+        raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}{hint}")
 
 
 def _short(error) -> str:
