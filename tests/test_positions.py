@@ -272,6 +272,24 @@ def test_every_scheme_module_declares_its_scheme():
     assert all(SCHEMES[name].module == f"{package.__name__}.{name}" for name in members)
 
 
+def test_registry_rejects_a_scheme_not_named_after_its_module(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pipeline_src
+
+    copy = tmp_path / "pipeline_src"
+    shutil.copytree(Path(pipeline_src.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    nope = copy / "schemes" / "nope.py"
+    nope.write_text(nope.read_text().replace('name="nope"', 'name="nothing"'))
+    done = subprocess.run([sys.executable, "-c", "import pipeline_src.schemes"], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode != 0
+    assert "pipeline_src.schemes.nope.SCHEME is named 'nothing'; a scheme is named after its module" in done.stderr
+
+
 def test_importing_the_registry_imports_no_torch():
     import subprocess
     import sys

@@ -7,8 +7,8 @@ Positions are data. A task supplies IDs for every token; a scheme decides
 * how the base IDs are transformed at training time (evaluation uses them unchanged);
 * whether the model also *predicts* the ID of the next token (``predicts_positions``).
 
-Every module of this package that defines ``SCHEME`` (a :class:`~.scheme.Scheme`) is a member;
-adding a scheme is adding its module. The encodings are those the members use, by name (the
+Every module of this package that defines ``SCHEME`` (a :class:`~.scheme.Scheme`) is a member,
+and the scheme is named after it; adding a scheme is adding its module. The encodings are those the members use, by name (the
 ``ModelConfig.position_encoding`` of a model). Importing the registry imports no torch (see
 :mod:`.scheme`), so the workflow can check a config cheaply.
 """
@@ -33,9 +33,8 @@ def _discover() -> dict[str, Scheme]:
             raise TypeError(f"{module.__name__}.SCHEME is a {type(scheme).__name__}, not a Scheme")
         if scheme.module != module.__name__:
             raise ValueError(f"{module.__name__}.SCHEME has module={scheme.module!r}; declare it with module=__name__")
-        if scheme.name in found:
-            raise ValueError(f"positional scheme {scheme.name!r} is declared by both {found[scheme.name].module} "
-                             f"and {module.__name__}")
+        if scheme.name != info.name:
+            raise ValueError(f"{module.__name__}.SCHEME is named {scheme.name!r}; a scheme is named after its module")
         found[scheme.name] = scheme
     return found
 
