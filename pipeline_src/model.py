@@ -6,14 +6,13 @@ data**: the caller passes ``position_ids`` next to ``tokens`` and the model only
 consumes them. It never derives positions from sequence order, so experiments
 can feed shifted or non-contiguous ids (as in position coupling / PPC).
 
-Three position encodings are supported:
-
-* ``"rope"``: rotary embedding of queries and keys (NeoX "rotate_half" layout);
-* ``"abs"``: a learned table of ``max_positions`` vectors added to the input;
-* ``"none"``: no positional signal at all (NoPE); ``position_ids`` are ignored.
+The model sees positions only through its *encoding* (``ModelConfig.position_encoding``, a name
+in the registry of :mod:`pipeline_src.schemes`), which may use three hooks: a learned table added
+to the token embedding, a rotation of queries and keys, and an additive attention bias from the
+query and key IDs (see :class:`pipeline_src.schemes.scheme.Encoding`).
 
 For generation, :meth:`Decoder.forward` can return and consume a :class:`KVCache`
-(the keys and values of the tokens seen so far), so each new token costs one
+(the keys, values and position ids of the tokens seen so far), so each new token costs one
 single-position forward instead of a forward over the whole sequence.
 """
 
@@ -21,12 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-POSITION_ENCODINGS = ("rope", "abs", "none")
+from .schemes import ENCODINGS, get_encoding
 
 
 @dataclass(frozen=True)
@@ -47,23 +47,24 @@ class ModelConfig:
     position_head: bool = False
 
     def __post_init__(self) -> None:
-        def require(ok: bool, field: str, why: str) -> None:
-            if not ok:
-                raise ValueError(f"ModelConfig.{field}={getattr(self, field)!r}: {why}")
-
+        require = self.require
         for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_positions"):
             value = getattr(self, name)
             require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name, "must be a positive int")
         require(self.d_mlp is None or (isinstance(self.d_mlp, int) and self.d_mlp > 0), "d_mlp", "must be None or a positive int")
         require(self.d_model % self.n_head == 0, "d_model", f"must be divisible by n_head={self.n_head}")
-        require(self.position_encoding in POSITION_ENCODINGS, "position_encoding", f"must be one of {POSITION_ENCODINGS}")
+        require(self.position_encoding in ENCODINGS, "position_encoding", f"must be one of {sorted(ENCODINGS)}")
         require(0.0 < self.rotary_pct <= 1.0, "rotary_pct", "must lie in (0, 1]")
         require(self.rotary_base > 0, "rotary_base", "must be positive")
-        if self.position_encoding == "rope":
-            require(self.rotary_dim > 0, "rotary_pct", f"gives rotary_dim 0 for head_dim {self.head_dim} (need >= 2)")
+        get_encoding(self.position_encoding).check(self)
         require(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
         require(isinstance(self.parallel_residual, bool), "parallel_residual", "must be a bool")
         require(isinstance(self.position_head, bool), "position_head", "must be a bool")
+
+    def require(self, ok: bool, field: str, why: str) -> None:
+        """Raise ValueError naming ``field`` and its value unless ``ok``."""
+        if not ok:
+            raise ValueError(f"ModelConfig.{field}={getattr(self, field)!r}: {why}")
 
     @property
     def head_dim(self) -> int:
@@ -93,14 +94,18 @@ class ModelConfig:
 
 @dataclass
 class KVCache:
-    """Keys and values of every layer for the tokens processed so far.
+    """What attention needs of the tokens processed so far: keys and values of every layer, and
+    the tokens' position ids.
 
     ``layers[i]`` is ``(keys, values)`` of layer ``i``, each [B, n_head, T_past, head_dim].
     Keys are stored *after* rotary, each rotated by its own token's position id,
     so cached entries never need to know the positions of later tokens.
+    ``position_ids`` [B, T_past] are the keys' ids, for an attention bias that depends on them
+    (None in an empty cache).
     """
 
     layers: list[tuple[torch.Tensor, torch.Tensor]]
+    position_ids: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -115,43 +120,7 @@ class ModelOutput:
     cache: KVCache | None = None  # past + new keys/values, when forward(use_cache=True)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """Map halves (a, b) of the last dim to (-b, a): a 90-degree turn of each pair (a_i, b_i)."""
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((-b, a), dim=-1)
-
-
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate the first ``cos.shape[-1]`` dims of ``x`` [B, H, T, D]; the rest pass through.
-
-    Dim ``i`` is paired with dim ``i + r/2`` and the pair is rotated by its angle.
-    The arithmetic is done in float32 and cast back to ``x.dtype``.
-    """
-    r = cos.shape[-1]
-    x_rot, x_pass = x[..., :r].float(), x[..., r:]
-    x_rot = x_rot * cos + rotate_half(x_rot) * sin
-    return torch.cat((x_rot.to(x.dtype), x_pass), dim=-1)
-
-
-class RotaryEmbedding(nn.Module):
-    """Turns position ids into the (cos, sin) tables used by :func:`apply_rotary`.
-
-    Pair ``i`` rotates at frequency ``base ** (-2i / rotary_dim)``. Angles are
-    computed from the given ids (per batch row, in float32), so any ids work.
-    """
-
-    def __init__(self, rotary_dim: int, base: float):
-        super().__init__()
-        self.rotary_dim = rotary_dim
-        self.base = base
-
-    def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """position_ids [B, T] -> cos, sin of shape [B, 1, T, rotary_dim] (broadcast over heads)."""
-        exponents = torch.arange(0, self.rotary_dim, 2, device=position_ids.device, dtype=torch.float32)
-        inv_freq = 1.0 / self.base ** (exponents / self.rotary_dim)
-        angles = position_ids[..., None].float() * inv_freq
-        angles = torch.cat((angles, angles), dim=-1)[:, None]
-        return angles.cos(), angles.sin()
+Rotation = Callable[[torch.Tensor], torch.Tensor]  # queries or keys [B, H, T, head_dim] -> rotated
 
 
 class SelfAttention(nn.Module):
@@ -159,7 +128,7 @@ class SelfAttention(nn.Module):
 
     The qkv output is laid out per head as [q | k | v] (the GPT-NeoX layout).
     With a KV cache, the cached keys/values (already rotated) are prepended
-    along the time axis after rotary is applied to the new ``k``; the new
+    along the time axis after the new ``k`` is rotated; the new
     queries then attend to every cached key and causally among themselves.
     """
 
@@ -169,20 +138,21 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None,
-                attn_mask: torch.Tensor | None,
+    def forward(self, x: torch.Tensor, rotate: Rotation | None, attn_mask: torch.Tensor | None,
                 past: tuple[torch.Tensor, torch.Tensor] | None = None,
                 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """x [B, T, d_model] -> (output [B, T, d_model], (keys, values) including ``past``).
 
-        attn_mask: None (causal) or bool [B, 1, T, T_past + T], True = may attend.
+        rotate: the encoding's rotation of queries and keys, or None.
+        attn_mask: None (causal), bool [B, 1, T, T_past + T] (True = may attend), or the
+            encoding's float attention bias [B, n_head, T, T_past + T] (-inf = may not attend).
         past: cached (keys, values) [B, H, T_past, head_dim] of earlier tokens, or None.
         """
         B, T, _ = x.shape
         qkv = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
         q, k, v = qkv.chunk(3, dim=-1)  # each [B, H, T, head_dim]
-        if rope is not None:
-            q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if rotate is not None:
+            q, k = rotate(q), rotate(k)
         if past is not None:
             k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
         if attn_mask is not None:
@@ -222,12 +192,12 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, attn_mask, past=None):
+    def forward(self, x, rotate, attn_mask, past=None):
         """Returns (new x, this layer's (keys, values)); see :meth:`SelfAttention.forward`."""
         if self.parallel:
-            attn, kv = self.attn(self.ln1(x), rope, attn_mask, past)
+            attn, kv = self.attn(self.ln1(x), rotate, attn_mask, past)
             return x + attn + self.mlp(self.ln2(x)), kv
-        attn, kv = self.attn(self.ln1(x), rope, attn_mask, past)
+        attn, kv = self.attn(self.ln1(x), rotate, attn_mask, past)
         x = x + attn
         return x + self.mlp(self.ln2(x)), kv
 
@@ -235,16 +205,16 @@ class Block(nn.Module):
 class Decoder(nn.Module):
     """Token embedding -> ``n_layer`` blocks -> final LayerNorm -> LM head (+ optional position head).
 
-    The position head is a bias-free ``Linear(d_model, max_positions)`` that
-    predicts the position id of the next token.
+    The encoding's learned table, if it has one, is ``pos_embed``. The position head is a
+    bias-free ``Linear(d_model, max_positions)`` that predicts the position id of the next token.
     """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
+        self.encoding = get_encoding(cfg.position_encoding)
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_embed = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.position_encoding == "abs" else None
-        self.rotary = RotaryEmbedding(cfg.rotary_dim, cfg.rotary_base) if cfg.position_encoding == "rope" else None
+        self.pos_embed = self.encoding.input_table(cfg)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
@@ -264,7 +234,7 @@ class Decoder(nn.Module):
 
     def _check_positions(self, position_ids: torch.Tensor) -> None:
         """Reject ids the encoding cannot represent (never clamp silently)."""
-        if self.cfg.position_encoding == "none" or position_ids.numel() == 0:
+        if not self.encoding.reads_positions or position_ids.numel() == 0:
             return
         lo, hi = int(position_ids.min()), int(position_ids.max())
         if lo < 0:
@@ -296,6 +266,21 @@ class Decoder(nn.Module):
         key_step = torch.arange(T_past + T, device=device)[None, :]
         return (key_step <= query_step)[None, None]
 
+    def _attention_mask(self, attention_mask: torch.Tensor | None, T_past: int, T: int,
+                        bias: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
+        """The ``attn_mask`` of every layer: which keys each query may attend to, and the encoding's
+        attention bias if it has one (then -inf wherever attending is not allowed).
+
+        None means plain causal attention, or one new token, which sees every cached key.
+        """
+        if attention_mask is not None:
+            allowed = self._build_mask(attention_mask)
+        elif (T_past > 0 and T > 1) or bias is not None:
+            allowed = self._build_cached_mask(T_past, T, device)
+        else:
+            return None
+        return allowed if bias is None else bias.masked_fill(~allowed, float("-inf"))
+
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
                 attention_mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False) -> ModelOutput:
@@ -322,26 +307,26 @@ class Decoder(nn.Module):
             if cache.layers and cache.layers[0][0].shape[0] != tokens.shape[0]:
                 raise ValueError(f"cache batch size {cache.layers[0][0].shape[0]} != tokens batch size {tokens.shape[0]}")
         self._check_positions(position_ids)
+        T_past = cache.length if cache is not None else 0
+        key_ids = torch.cat((cache.position_ids, position_ids), dim=1) if T_past > 0 else position_ids
 
+        # The encoding's three hooks: input table, rotation of q and k, attention bias.
         x = self.embed(tokens)
         if self.pos_embed is not None:
             x = x + self.pos_embed(position_ids)
-        rope = self.rotary(position_ids) if self.rotary is not None else None
-        if attention_mask is not None:
-            mask = self._build_mask(attention_mask)
-        elif cache is not None and cache.length > 0 and tokens.shape[1] > 1:
-            mask = self._build_cached_mask(cache.length, tokens.shape[1], tokens.device)
-        else:
-            mask = None  # plain causal (or one new token, which sees every cached key)
-        pasts = cache.layers if cache is not None and cache.length > 0 else [None] * len(self.blocks)
+        rotate = self.encoding.rotation(self.cfg, position_ids)
+        bias = self.encoding.attention_bias(self.cfg, position_ids, key_ids)
+        mask = self._attention_mask(attention_mask, T_past, tokens.shape[1], bias, tokens.device)
+
+        pasts = cache.layers if T_past > 0 else [None] * len(self.blocks)
         new_layers = []
         for block, past in zip(self.blocks, pasts):
-            x, kv = block(x, rope, mask, past)
+            x, kv = block(x, rotate, mask, past)
             new_layers.append(kv)
         x = self.ln_f(x[:, -1:] if last_only else x)
         position_logits = self.position_head(x) if self.position_head is not None else None
         return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits,
-                           cache=KVCache(new_layers) if use_cache else None)
+                           cache=KVCache(new_layers, key_ids) if use_cache else None)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -8,10 +8,11 @@ is sharp and a wrong cache (or wrong position ids) changes the argmax.
 import pytest
 import torch
 
+from pipeline_src import schemes
 from pipeline_src.evaluation.decoding import PAD, greedy_decode
 from pipeline_src.model import Decoder, KVCache, ModelConfig
 
-ENCODINGS = ["rope", "abs", "none"]
+ENCODINGS = sorted(schemes.ENCODINGS)  # every registered encoding
 VOCAB, MAX_POS, B, P, N = 11, 64, 3, 5, 12
 
 

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline_src.model import Decoder, ModelConfig, RotaryEmbedding, apply_rotary
+from pipeline_src import schemes
+from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.schemes.rope import apply_rotary, rotary_tables
 
-ENCODINGS = ["rope", "abs", "none"]
+ENCODINGS = sorted(schemes.ENCODINGS)  # every registered encoding
 
 
 def tiny(**kw) -> ModelConfig:
@@ -37,7 +39,7 @@ def reference_rotary(x: np.ndarray, positions: np.ndarray, rotary_dim: int, base
 
 
 def rotate(x: torch.Tensor, pos: torch.Tensor, rotary_dim: int, base: float = 10000.0) -> torch.Tensor:
-    return apply_rotary(x, *RotaryEmbedding(rotary_dim, base)(pos))
+    return apply_rotary(x, *rotary_tables(pos, rotary_dim, base))
 
 
 # ---------------------------------------------------------------- rotary
@@ -169,7 +171,7 @@ def test_config_round_trip():
 
 @pytest.mark.parametrize("field, value", [
     ("d_model", 30),  # not divisible by n_head=4
-    ("position_encoding", "alibi"),
+    ("position_encoding", "bogus"),
     ("rotary_pct", 0.0),
     ("rotary_pct", 0.05),  # 8 * 0.05 -> 0 rotary dims
     ("n_layer", 0),

@@ -1,14 +1,16 @@
-"""Positional schemes (SPEC 3): PoSE and shift training IDs, dispatch, and training batches."""
+"""Positional schemes (SPEC 3): PoSE, shift and offset training IDs, the registry, and training batches."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from pipeline_src.schemes import transforms as positions
+from pipeline_src.schemes import SCHEMES, get_scheme
+from pipeline_src.schemes.abs_shift import shift_ids
+from pipeline_src.schemes.coupled import offset_ids
+from pipeline_src.schemes.rope_pose import pose_ids
+from pipeline_src.schemes.scheme import identity_ids
 from pipeline_src.training.batches import SequenceTable, training_batch
-from pipeline_src.schemes.transforms import (SCHEMES, eval_position_ids, get_scheme, offset_ids, pose_ids, shift_ids,
-                                    train_position_ids)
 from pipeline_src.tasks import get_task
 
 
@@ -202,17 +204,17 @@ def test_sequential_base_replaces_coupled_ids():
         assert not torch.any(sequential.positions[b, n:])
 
 
-# --- dispatch -----------------------------------------------------------------------------------
+# --- registry -----------------------------------------------------------------------------------
 
 SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
-    "nope": ("none", "identity"),
-    "rope": ("rope", "identity"),
-    "abs": ("abs", "identity"),
-    "rope_pose": ("rope", "pose"),
-    "abs_shift": ("abs", "shift"),
-    "coupled": ("abs", "offset"),
-    "coupled_rope": ("rope", "identity"),
-    "ppc": ("abs", "offset"),
+    "nope": ("none", identity_ids),
+    "rope": ("rope", identity_ids),
+    "abs": ("abs", identity_ids),
+    "rope_pose": ("rope", pose_ids),
+    "abs_shift": ("abs", shift_ids),
+    "coupled": ("abs", offset_ids),
+    "coupled_rope": ("rope", identity_ids),
+    "ppc": ("abs", offset_ids),
 }
 
 
@@ -224,7 +226,8 @@ def test_only_coupled_schemes_use_coupled_ids_and_only_ppc_predicts():
 @pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
 def test_spec_schemes_are_registered(name):
     scheme = get_scheme(name)
-    assert (scheme.encoding, scheme.train_transform) == SPEC_SCHEMES[name]
+    assert (scheme.encoding.name, scheme.train_transform) == SPEC_SCHEMES[name]
+    assert scheme.module == f"pipeline_src.schemes.{name}"
 
 
 def _batch():
@@ -233,37 +236,69 @@ def _batch():
     return base, lengths
 
 
-@pytest.mark.parametrize("name", sorted(SCHEMES))
-def test_train_position_ids_dispatch(name):
+@pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
+def test_train_ids_apply_the_scheme_transform(name):
     scheme = SCHEMES[name]
     base, lengths = _batch()
-    out = train_position_ids(scheme, base, lengths, target_length=60, pose_chunks=2,
-                             generator=torch.Generator().manual_seed(8))
-    if scheme.train_transform == "identity":
+    out = scheme.train_ids(base, lengths, target_length=60, pose_chunks=2, generator=torch.Generator().manual_seed(8))
+    if scheme.train_transform is identity_ids:
         assert torch.equal(out, base)
-    elif scheme.train_transform == "pose":
-        assert torch.equal(out, pose_ids(base, lengths, 60, 2, torch.Generator().manual_seed(8)))
-        assert not torch.equal(out, base)
-    elif scheme.train_transform == "shift":
-        assert torch.equal(out, shift_ids(base, lengths, 60, torch.Generator().manual_seed(8)))
-        assert not torch.equal(out, base)
-    elif scheme.train_transform == "offset":
-        assert torch.equal(out, offset_ids(base, lengths, 60, torch.Generator().manual_seed(8)))
-        assert not torch.equal(out, base)
     else:
-        pytest.skip(f"transform {scheme.train_transform!r} is not covered here")
+        assert not torch.equal(out, base)
+    if scheme.train_transform is pose_ids:
+        assert torch.equal(out, pose_ids(base, lengths, 60, 2, torch.Generator().manual_seed(8)))
+    elif scheme.train_transform is not identity_ids:
+        assert torch.equal(out, scheme.train_transform(base, lengths, 60, torch.Generator().manual_seed(8)))
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMES))
-def test_eval_position_ids_are_the_base(name):
+def test_eval_ids_are_the_base(name):
     base, _ = _batch()
-    assert torch.equal(eval_position_ids(SCHEMES[name], base), base)
+    assert torch.equal(SCHEMES[name].eval_ids(base), base)
 
 
 def test_get_scheme_unknown_names_it():
     with pytest.raises(KeyError, match="bogus"):
         get_scheme("bogus")
-    assert positions.get_scheme("rope") is SCHEMES["rope"]
+
+
+def test_every_scheme_module_declares_its_scheme():
+    import pkgutil
+
+    import pipeline_src.schemes as package
+
+    members = {info.name for info in pkgutil.iter_modules(package.__path__)} - {"scheme", "draws"}
+    assert members == set(SCHEMES)
+    assert all(SCHEMES[name].module == f"{package.__name__}.{name}" for name in members)
+
+
+def test_registry_rejects_a_scheme_not_named_after_its_module(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pipeline_src
+
+    copy = tmp_path / "pipeline_src"
+    shutil.copytree(Path(pipeline_src.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    nope = copy / "schemes" / "nope.py"
+    nope.write_text(nope.read_text().replace('name="nope"', 'name="nothing"'))
+    done = subprocess.run([sys.executable, "-c", "import pipeline_src.schemes"], capture_output=True, text=True,
+                          cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode != 0
+    assert "pipeline_src.schemes.nope.SCHEME is named 'nothing'; a scheme is named after its module" in done.stderr
+
+
+def test_importing_the_registry_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, pipeline_src.schemes as s, pipeline_src.bookkeeping.config; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(len(s.SCHEMES))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == len(SCHEMES)
 
 
 # --- training batches ---------------------------------------------------------------------------

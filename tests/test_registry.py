@@ -13,7 +13,6 @@ import yaml
 
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.bookkeeping.schema import config_schema
-from pipeline_src.figures.lines import SCHEME_COLOURS
 from pipeline_src.language.config import LANGUAGE
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.tasks import TASKS
@@ -58,5 +57,6 @@ def test_readme_tables_list_every_task_and_scheme():
     assert not missing, f"README tables lack rows for {sorted(missing)}"
 
 
-def test_palette_names_only_registered_schemes():
-    assert set(SCHEME_COLOURS) <= set(SCHEMES)
+def test_schemes_have_distinct_colours():
+    colours = [scheme.colour for scheme in SCHEMES.values() if scheme.colour]
+    assert len(colours) == len(set(colours))

@@ -111,13 +111,13 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
 
 @pytest.mark.parametrize("body, field", [
     ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "scratch"),
-    ({"parity_scratchpad": {"runs": {"direct": ["alibi"]}}}, "alibi"),
+    ({"parity_scratchpad": {"runs": {"direct": ["bogus"]}}}, "bogus"),
     ({"tasks": ["sparse_parity", "parity"]}, "tasks"),
     ({"variable_assignment": {"data": {"n_vars": 8}}}, "n_vars"),
     ({"parity_scratchpad": {"model": {"max_positions": 20}}}, "max_positions"),
     ({"sparse_parity": {"train": {"lr": "1e-3"}}}, "lr"),
     ({"sparse_parity": {"train": {"learning_rate": 0.1}}}, "learning_rate"),
-    ({"sparse_parity": {"schemes": ["rope", "alibi"]}}, "schemes"),
+    ({"sparse_parity": {"schemes": ["rope", "bogus"]}}, "schemes"),
     ({"sparse_parity": {"k_train": [40]}}, "k_train"),
     ({"device": "gpu"}, "device"),
 ])

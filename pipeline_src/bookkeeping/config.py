@@ -261,6 +261,6 @@ def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None
     s = get_scheme(scheme)
     table = section["model"]["max_positions"]
     needed = max(target, _largest_eval_id(config, task, scheme, variant) + 1)
-    if (s.encoding == "abs" or s.predicts_positions) and needed > table:
+    if s.bounded_by_max_positions and needed > table:
         raise ConfigError(f"{task}.model.max_positions={table} is too small for scheme {scheme}: its position "
                           f"IDs reach {needed - 1} (evaluation lengths / positions.target_length)")

@@ -43,7 +43,7 @@ STAGE_SOURCES = {
                       "language/analysis.py"],
     "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
                        "training/train.py", "language/lm.py", "language/tokenizer.py", "storage/datasets.py"],
-    "language_eval": ["model.py", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
+    "language_eval": ["model.py", "schemes", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
                       "storage/datasets.py", "language/influence.py", "language/analysis.py", "language/schemas.py"],
     "language_figures": ["figures", "language/influence.py", "language/schemas.py"],
 }

@@ -46,7 +46,7 @@ from ..training.batches import SequenceTable
 from ..checkpoints import load_model, read_description
 from .decoding import greedy_decode
 from ..device import describe_device, inference_autocast, resolve_device
-from ..schemes.transforms import eval_position_ids, get_scheme
+from ..schemes import get_scheme
 from ..bookkeeping.provenance import build_record
 from .stats import wilson_interval
 from ..tasks import get_task
@@ -81,7 +81,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
         else:
             name = ", ".join(f"{column}={value}" for column, value in keys.items())
             table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
-            table.positions = eval_position_ids(scheme, table.positions)
+            table.positions = scheme.eval_ids(table.positions)
             check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
             counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
                                 stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
@@ -162,7 +162,7 @@ def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None
     prompt_lengths = table.prompt_lengths.unique().tolist()
     if len(prompt_lengths) != 1:
         raise ValueError(f"{where}: prompts of different lengths {prompt_lengths} in one cell")
-    if model.cfg.position_encoding != "abs" and not model.cfg.position_head:
+    if not model.encoding.learned_table and not model.cfg.position_head:
         return
     real = torch.arange(table.tokens.shape[1])[None, :] < table.lengths[:, None]
     beyond = (table.positions >= model.cfg.max_positions) & real

@@ -9,12 +9,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import polars as pl
 
+from ..schemes import SCHEMES
 from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
-SCHEME_COLOURS = {"ppc": "tab:red", "coupled": "tab:orange", "rope_pose": "tab:blue", "abs_shift": "tab:green",
-                  "rope": "tab:purple", "nope": "tab:gray", "abs": "tab:brown",
-                  "coupled_rope": "tab:olive"}
 
 
 def summarize(frame: pl.DataFrame, metric: str, extra_keys: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -36,7 +34,7 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
          ylabel: str = "accuracy", chance: float | None = None, with_variant: bool = True,
          colours: dict | None = None) -> None:
     """One line per run of ``runs`` found in ``summary``; runs without results are left out."""
-    palette = colours or SCHEME_COLOURS
+    palette = colours or {name: scheme.colour for name, scheme in SCHEMES.items() if scheme.colour}
     cycle = plt.get_cmap("tab10")
     ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
     if chance is not None:

@@ -45,7 +45,7 @@ from ..storage.canonical import config_hash
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
 from ..device import autocast, describe_device, resolve_device
 from ..model import Decoder, ModelConfig
-from ..schemes.transforms import get_scheme, train_position_ids
+from ..schemes import get_scheme
 from ..bookkeeping.provenance import attach, build_record
 from ..tasks import get_task
 
@@ -76,10 +76,10 @@ def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: 
 
 def build_model(spec: dict, vocab_size: int) -> Decoder:
     scheme = get_scheme(spec["scheme"])
-    cfg = ModelConfig(vocab_size=vocab_size, position_encoding=scheme.encoding,
+    cfg = ModelConfig(vocab_size=vocab_size, position_encoding=scheme.encoding.name,
                       position_head=scheme.predicts_positions, **spec["model"])
     target = spec["positions"]["target_length"]
-    if (cfg.position_encoding == "abs" or cfg.position_head) and target > cfg.max_positions:
+    if scheme.bounded_by_max_positions and target > cfg.max_positions:
         raise ValueError(f"model.max_positions={cfg.max_positions} must be >= positions.target_length="
                          f"{target} for scheme {scheme.name}")
     torch.manual_seed(spec["seed"])
@@ -182,9 +182,9 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
                 group["lr"] = lr
             batch = source.next_batch(generator)
             # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
-            positions = train_position_ids(scheme, batch.positions, batch.lengths + 1,
-                                           target_length=spec["positions"]["target_length"],
-                                           pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
+            positions = scheme.train_ids(batch.positions, batch.lengths + 1,
+                                         target_length=spec["positions"]["target_length"],
+                                         pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
             positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
             batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
             with autocast(device, opt["precision"]):
