@@ -1,0 +1,1 @@
+"""Files: atomic writes, canonical JSON and hashing, Parquet tables checked against their schema."""
