@@ -79,21 +79,45 @@ def generate(spec: dict, rule: str, out: Path) -> None:
 @THREADS
 @click.option("--train-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Task language only: the tokenizer.json of the token stream given as --train-data.")
-def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path, tokenizer: Path | None) -> None:
-    """Train one cell (or, with task "language", a language model on a token stream); resumes from
-    its last checkpoint in OUT_DIR if one exists."""
+def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path) -> None:
+    """Train one cell of a synthetic task; resumes from its last checkpoint in OUT_DIR if one exists."""
+    from .training.train import train as run
+
+    with _training_errors():
+        summary = run(spec, train_data, out_dir, rule=rule, threads=threads)
+    click.echo(json.dumps(summary), err=True)
+
+
+@main.command("lm-train")
+@SPEC
+@RULE
+@THREADS
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The token stream (tokens.parquet of `lengthgen corpus`).")
+@click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="The tokenizer.json of that token stream.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def lm_train(spec: dict, rule: str, threads: int | None, tokens: Path, tokenizer: Path, out_dir: Path) -> None:
+    """Train a language model of the natural-language analysis on a token stream; resumes from its
+    last checkpoint in OUT_DIR if one exists."""
+    from .language.training import train_language_model
+
+    with _training_errors():
+        summary = train_language_model(spec, tokens, tokenizer, out_dir, rule=rule, threads=threads)
+    click.echo(json.dumps(summary), err=True)
+
+
+@contextlib.contextmanager
+def _training_errors():
+    """A device, checkpoint or divergence error of a training job as a clean CLI error."""
     from .checkpoints import CheckpointError
     from .device import DeviceError
     from .training.train import TrainingDiverged
-    from .training.train import train as run
 
     try:
-        summary = run(spec, train_data, out_dir, rule=rule, threads=threads, tokenizer=tokenizer)
+        yield
     except (CheckpointError, DeviceError, TrainingDiverged) as err:
         raise click.ClickException(str(err)) from None
-    click.echo(json.dumps(summary), err=True)
 
 
 @main.command()

@@ -25,7 +25,7 @@ from pipeline_src.cli import main
 from pipeline_src.language.analysis import analyse, build_corpus, evaluate_model
 from pipeline_src.bookkeeping.provenance import format_trace, read_record, trace
 from pipeline_src.language.tokenizer import read_tokens
-from pipeline_src.training.train import train
+from pipeline_src.language.training import train_language_model
 from tests.test_corpus import write_shard
 from tests.test_tokenizer import SENTENCES
 
@@ -170,8 +170,8 @@ def test_missing_corpus_folder_is_a_clear_cli_error(tmp_path):
 def test_language_model_trains_logs_heldout_loss_and_resumes(stream, tmp_path):
     config, folder = stream
     spec = lang.train_spec(config, "short_pose")
-    args = (spec, folder / "tokens.parquet")
-    summary = train(*args, tmp_path / "straight", tokenizer=folder / "tokenizer.json", **quiet)
+    args = (spec, folder / "tokens.parquet", folder / "tokenizer.json")
+    summary = train_language_model(*args, tmp_path / "straight", **quiet)
     heldout = pl.read_parquet(tmp_path / "straight" / "heldout_log.parquet")
     assert heldout["step"].to_list() == [3, 6] and (heldout["heldout_tokens"] == 4 * 8).all()
     assert summary["final_heldout_loss"] == heldout["heldout_loss"][-1] > 0
@@ -179,9 +179,8 @@ def test_language_model_trains_logs_heldout_loss_and_resumes(stream, tmp_path):
     assert description["model_config"]["vocab_size"] == 300 and description["context"] == 8
     assert read_record(tmp_path / "straight" / "model.safetensors")["code"]["stage"] == "language_train"
 
-    assert train(*args, tmp_path / "resumed", tokenizer=folder / "tokenizer.json", stop_at_step=5,
-                 **quiet) == {"stopped_at": 5}
-    train(*args, tmp_path / "resumed", tokenizer=folder / "tokenizer.json", **quiet)
+    assert train_language_model(*args, tmp_path / "resumed", stop_at_step=5, **quiet) == {"stopped_at": 5}
+    train_language_model(*args, tmp_path / "resumed", **quiet)
     straight, resumed = load_file(tmp_path / "straight" / "model.safetensors"), load_file(
         tmp_path / "resumed" / "model.safetensors")
     assert all(torch.equal(straight[name], resumed[name]) for name in straight)
@@ -190,15 +189,17 @@ def test_language_model_trains_logs_heldout_loss_and_resumes(stream, tmp_path):
 
 def test_language_model_needs_its_tokenizer(stream, tmp_path):
     config, folder = stream
-    with pytest.raises(ValueError, match="tokenizer"):
-        train(lang.train_spec(config, "main"), folder / "tokens.parquet", tmp_path / "m", **quiet)
+    spec = canonical_json(lang.train_spec(config, "main"))
+    result = CliRunner().invoke(main, ["lm-train", "--spec", spec, "--tokens", str(folder / "tokens.parquet"),
+                                       "--out-dir", str(tmp_path / "m")])
+    assert result.exit_code == 2 and "--tokenizer" in result.output
 
 
 @pytest.fixture(scope="module")
 def main_model(stream):
     config, folder = stream
-    train(lang.train_spec(config, "main"), folder / "tokens.parquet", folder / "main",
-          tokenizer=folder / "tokenizer.json", **quiet)
+    train_language_model(lang.train_spec(config, "main"), folder / "tokens.parquet", folder / "tokenizer.json",
+                         folder / "main", **quiet)
     return folder / "main"
 
 

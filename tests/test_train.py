@@ -184,15 +184,18 @@ def test_a_divergence_at_the_first_step_records_an_empty_log(tmp_path, train_dat
     assert_divergence_recorded(tmp_path / "run", 1, "the loss is nan")
 
 
-def test_the_language_model_raises_on_divergence_instead(tmp_path, train_data, monkeypatch):
-    """Only a synthetic cell records its divergence as a result; the language model's run fails."""
+def test_a_source_that_keeps_no_failed_model_raises_the_divergence(tmp_path, train_data, monkeypatch):
+    """Only a synthetic cell records its divergence as a result; a source that does not (the
+    language models') makes the run fail."""
     import pipeline_src.training.train as trainer
 
-    monkeypatch.setattr(trainer, "LANGUAGE", "sparse_parity")  # the tiny spec's task stands for it
-    monkeypatch.setattr(trainer, "LanguageSource", lambda spec, data, tokenizer: trainer.TaskSource(spec, data))
+    class Raising(trainer.TaskSource):
+        records_divergence = False
+
+    spec = tiny_train_spec()
     nan_loss_from_call(monkeypatch, 3)
     with pytest.raises(TrainingDiverged, match="diverged at step 3"):
-        train(tiny_train_spec(), train_data, tmp_path / "run", **quiet)
+        trainer.run(spec, lambda: Raising(spec, train_data), tmp_path / "run", **quiet)
     assert not (tmp_path / "run" / "summary.json").exists()
 
 

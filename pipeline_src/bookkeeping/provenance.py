@@ -41,7 +41,7 @@ STAGE_SOURCES = {
     # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
     "language_data": ["storage/canonical.py", "storage/datasets.py", "language/corpus.py", "language/tokenizer.py",
                       "language/analysis.py"],
-    "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+    "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py", "language/training.py",
                        "training/train.py", "language/lm.py", "language/tokenizer.py", "storage/datasets.py"],
     "language_eval": ["model.py", "schemes", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
                       "storage/datasets.py", "language/influence.py", "language/analysis.py", "language/schemas.py"],

@@ -9,14 +9,13 @@ the divergence recorded (``diverged`` in ``summary.json`` and ``model.json``, th
 that step, a weights file without tensors), so evaluation, figures and the report show the failed
 cell (see :mod:`pipeline_src.evaluation.evaluate`) and every other cell goes on. Rerunning the same config
 would diverge again (training is deterministic); a config change (a lower ``train.lr``) reruns it.
-The language model raises :class:`TrainingDiverged` instead: its analysis has no use for a failed
-model.
 
-The same loop trains the language model of the natural-language analysis (task ``language``,
-SPEC 6): only the *batch source* differs. A synthetic task draws length-grouped batches of its
-samples (:class:`TaskSource`); the language model draws random windows of the train token stream
-and is scored on every next token (:class:`pipeline_src.language.lm.WindowSource`), and its held-out loss is
-logged every ``heldout.every`` steps to ``heldout_log.parquet``.
+The loop (:func:`run`) draws its batches from a *batch source*: :func:`train` trains a synthetic
+task's cell on length-grouped batches of its samples (:class:`TaskSource`). The natural-language
+analysis trains its language models through the same loop with a source of its own
+(:mod:`pipeline_src.language.training`), which also logs a held-out loss and raises
+:class:`TrainingDiverged` instead of recording the divergence (its analysis has no use for a failed
+model). A source declares what the loop needs of it (see :class:`TaskSource`).
 
 The run uses the device of ``spec["device"]`` (see :mod:`pipeline_src.device`): the model and each
 batch move there, while batches and position IDs are drawn on the CPU generator, so every device
@@ -38,7 +37,6 @@ import torch
 import torch.nn.functional as F
 
 from ..storage import datasets
-from ..language import lm
 from ..storage.atomic import write_text
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
@@ -49,7 +47,6 @@ from ..schemes import get_scheme
 from ..bookkeeping.provenance import attach, build_record
 from ..tasks import get_task
 
-LANGUAGE = "language"  # the task name of the natural-language model (SPEC 6)
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
               "position_accuracy": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
               "seconds": pl.Float64}
@@ -95,10 +92,19 @@ def make_optimizer(model: Decoder, opt: dict) -> torch.optim.AdamW:
 
 
 class TaskSource:
-    """Batches of a synthetic task's training set: uniformly drawn samples, grouped by length."""
+    """Batches of a synthetic task's training set: uniformly drawn samples, grouped by length.
+
+    What the loop reads of a batch source: ``stage`` and ``code_task`` (the provenance record's code
+    digest), ``inputs`` (record role -> file), ``description`` (into ``model.json``), ``summary`` (one
+    line of progress), ``vocab_size``, ``pending`` (state carried across a resume), ``records_divergence``
+    (a divergence is the run's result, else it is raised), ``heldout_every`` (steps between held-out
+    losses, logged to ``heldout_log.parquet``; None: none) with ``heldout_loss(model, device)`` ->
+    (mean loss, tokens scored), and :meth:`next_batch`.
+    """
 
     stage = "train"
-    heldout = None  # no held-out loss during training
+    records_divergence = True
+    heldout_every = None  # no held-out loss during training
 
     def __init__(self, spec: dict, train_data: Path):
         task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
@@ -108,6 +114,7 @@ class TaskSource:
         self.inputs = {"train_data": train_data}
         self.description = {"k_train": spec.get("k_train"), "vocab": list(task.vocab.tokens)}
         self.summary = f"{len(self.table):,} samples"
+        self.code_task = spec["task"]
 
     def next_batch(self, generator: torch.Generator) -> TrainingBatch:
         if not self.pending:
@@ -116,36 +123,19 @@ class TaskSource:
         return training_batch(self.table, self.pending.pop(), self.opt["pad_multiple"])
 
 
-class LanguageSource(lm.WindowSource):
-    """Batches of the language model: random windows of the train token stream (see :mod:`.lm`),
-    plus the fixed held-out windows whose mean loss is logged during training."""
-
-    stage = "language_train"
-
-    def __init__(self, spec: dict, train_data: Path, tokenizer: Path | None):
-        from ..language.tokenizer import load_tokenizer, read_tokens
-
-        if tokenizer is None:
-            raise ValueError("training the language model needs its tokenizer.json (--tokenizer)")
-        self.vocab_size = load_tokenizer(tokenizer).get_vocab_size()
-        frame = read_tokens(train_data, self.vocab_size)
-        context = spec["context"]
-        super().__init__(lm.concatenated(frame), context, spec["train"]["batch_size"])
-        self.pending = []  # nothing to carry across a resume but the random generator
-        self.heldout = lm.document_windows(frame, context + 1, spec["heldout"]["windows"])
-        self.inputs = {"train_data": train_data, "tokenizer": tokenizer}
-        self.description = {"context": context, "vocab_size": self.vocab_size}
-        self.summary = f"{len(self.stream):,} train tokens, {len(self.heldout)} held-out windows"
+def train(spec: dict, train_data: Path, out_dir: Path, **options) -> dict:
+    """Train the synthetic-task cell described by ``spec`` on ``train_data``; write model, log and
+    summary into ``out_dir``. ``options`` as for :func:`run`."""
+    return run(spec, lambda: TaskSource(spec, train_data), out_dir, **options)
 
 
-def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", threads: int | None = None,
-          progress: Callable[[str], None] | None = None, stop_at_step: int | None = None,
-          tokenizer: Path | None = None, device: str | torch.device | None = None) -> dict:
-    """Train the cell described by ``spec`` on ``train_data``; write model, log and summary into
-    ``out_dir``. ``stop_at_step`` ends the run early (as a kill would), for tests. For the
-    language model (``spec["task"] == "language"``), ``train_data`` is the token stream and
-    ``tokenizer`` its tokenizer.json (which sets the vocabulary size). ``device`` overrides
-    ``spec["device"]`` (``auto`` when absent); see :func:`pipeline_src.device.resolve_device`."""
+def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, rule: str = "train",
+        threads: int | None = None, progress: Callable[[str], None] | None = None,
+        stop_at_step: int | None = None, device: str | torch.device | None = None) -> dict:
+    """The training loop of ``spec`` on the batches of ``make_source()`` (made once threads are
+    set); writes model, log and summary into ``out_dir``. ``stop_at_step`` ends the run early (as a
+    kill would), for tests. ``device`` overrides ``spec["device"]`` (``auto`` when absent); see
+    :func:`pipeline_src.device.resolve_device`."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
@@ -154,7 +144,7 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
     opt = spec["train"]
     device = resolve_device(spec.get("device") if device is None else device)
     scheme = get_scheme(spec["scheme"])
-    source = LanguageSource(spec, train_data, tokenizer) if spec["task"] == LANGUAGE else TaskSource(spec, train_data)
+    source = make_source()
     model = build_model(spec, source.vocab_size).to(device)  # initialised on the CPU: the same on every device
     optimizer = make_optimizer(model, opt)
     generator = torch.Generator().manual_seed(spec["seed"])
@@ -210,8 +200,9 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
             step += 1
             accuracy = (picked.argmax(-1) == answer).double().mean().item()
             log.append((step, loss_value, accuracy, position_accuracy, lr, grad_norm, time.perf_counter() - started))
-            if source.heldout is not None and (step % spec["heldout"]["every"] == 0 or step == total):
-                heldout_log.append(_heldout_loss(model, source.heldout, step, opt, device))
+            if source.heldout_every and (step % source.heldout_every == 0 or step == total):
+                with autocast(device, opt["precision"]):
+                    heldout_log.append((step, *source.heldout_loss(model, device)))
                 say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
             if step % opt["log_every"] == 0 or step == total:
                 _report(say, log, opt["log_every"], total)
@@ -222,12 +213,12 @@ def train(spec: dict, train_data: Path, out_dir: Path, *, rule: str = "train", t
                 state = {"config_hash": identity, "step": step, "model": model.state_dict(),
                          "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
                          "pending": source.pending}
-                if source.heldout is not None:
+                if source.heldout_every:
                     state["heldout_log"] = heldout_log
                 save_state(resume_path, state)
                 saved_step = step
     except TrainingDiverged as err:
-        if spec["task"] == LANGUAGE:
+        if not source.records_divergence:
             raise
         say(f"WARNING: {err}")
         diverged = {"step": err.step, "reason": err.reason}
@@ -283,13 +274,6 @@ def _diverged(spec: dict, out_dir: Path, step: int, what: str, resume_path: Path
                             "Lower train.lr (or raise warmup_steps) and rerun.", step, what)
 
 
-def _heldout_loss(model: Decoder, windows: torch.Tensor, step: int, opt: dict, device: torch.device) -> tuple:
-    """(step, mean next-token loss over the held-out windows, tokens scored); uses no randomness."""
-    with autocast(device, opt["precision"]):
-        losses = lm.position_losses(model, windows, opt["batch_size"], device=device)
-    return step, float(losses.mean()), losses.numel()
-
-
 def _real(batch, extra: int = 0) -> torch.Tensor:
     """[B, T+extra] True on the real tokens of the inputs (and of the ``extra`` tokens after them)."""
     return torch.arange(batch.inputs.shape[1] + extra, device=batch.lengths.device)[None, :] < (
@@ -318,7 +302,7 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
     ``diverged`` ({step, reason}) marks a run that diverged: recorded in the summary and the model
     description, and the weights file holds no tensors."""
     record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
-                          task=spec["task"] if spec["task"] != LANGUAGE else None)
+                          task=source.code_task)
     record["device"] = device  # where the model was trained (the last device, should a resume move it)
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "seed": spec["seed"], **source.description}
@@ -334,7 +318,7 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
                "config_hash": record["config_hash"], "device": device}
     if diverged:
         summary["diverged"] = diverged
-    if source.heldout is not None:
+    if source.heldout_every:
         heldout = pl.DataFrame(heldout_log, schema=HELDOUT_SCHEMA, orient="row")
         attach(out_dir / "heldout_log.parquet", record,
                lambda tmp, meta: heldout.write_parquet(tmp, metadata=meta, statistics=False))

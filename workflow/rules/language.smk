@@ -51,8 +51,8 @@ rule language_train:
     benchmark:
         "results/benchmarks/language/train/{lm}.tsv"
     shell:
-        "lengthgen train --rule {params.rule} --spec {params.spec:q} --threads {threads}"
-        " --train-data {input.tokens} --tokenizer {input.tokenizer} --out-dir {params.out_dir} 2> {log}"
+        "lengthgen lm-train --rule {params.rule} --spec {params.spec:q} --threads {threads}"
+        " --tokens {input.tokens} --tokenizer {input.tokenizer} --out-dir {params.out_dir} 2> {log}"
 
 
 rule language_eval:
