@@ -34,7 +34,8 @@ from pathlib import Path
 from . import config as jobs
 from ..storage.canonical import config_hash
 from ..tasks import get_task
-from .provenance import PACKAGE_DIR, read_record, stage_digest
+from .code_digest import PACKAGE_DIR, stage_digest
+from .provenance import read_record
 
 BASE_CONFIG = Path("config/config.yaml")
 SCHEMA = Path("workflow/schemas/config.schema.yaml")
@@ -100,13 +101,15 @@ def _validate(config: dict, schema: Path, files: list[Path]) -> None:
 
 @dataclass(frozen=True)
 class Job:
-    """One job of a cell's chain: its outputs, the config subset and code it would run with, and
-    the upstream artifacts it reads (record input role -> path)."""
+    """One job of a cell's chain: its outputs, the config subset it would run with, its stage and
+    code digest (as the workflow's code param), and the upstream artifacts it reads (record input
+    role -> path)."""
 
     name: str
     outputs: tuple[str, ...]
     spec: dict
     stage: str
+    code: str
     inputs: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -120,18 +123,20 @@ def cell_dir(cell: dict) -> str:
 
 def cell_jobs(config: dict, cell: dict) -> list[Job]:
     """The jobs of ``cell``, upstream first, with the paths of ``workflow/rules``."""
-    task, variant = cell["task"], cell["variant"]
+    task, variant, scheme = cell["task"], cell["variant"], cell["scheme"]
     train_data = f"results/data/{task}/train_{variant}.parquet"
     eval_data = f"results/data/{task}/{jobs.eval_data_name(task, variant)}.parquet"
     model_dir = f"results/train/{cell_dir(cell)}"
+    data_code = stage_digest("data", task)
     return [
-        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data"),
-        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data"),
+        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data", data_code),
+        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data", data_code),
         Job("train", tuple(f"{model_dir}/{name}" for name in TRAIN_OUTPUTS),
-            jobs.train_spec(config, task, variant, cell["scheme"], cell["seed"]), "train",
-            {"train_data": train_data}),
+            jobs.train_spec(config, task, variant, scheme, cell["seed"]), "train",
+            stage_digest("train", task, scheme), {"train_data": train_data}),
         Job("evaluate", (f"results/eval/{cell_dir(cell)}/accuracy.parquet",), jobs.eval_spec(config, task),
-            "evaluate", {"model": f"{model_dir}/model.safetensors", "eval_data": eval_data}),
+            "evaluate", stage_digest("evaluate", task, scheme),
+            {"model": f"{model_dir}/model.safetensors", "eval_data": eval_data}),
     ]
 
 
@@ -164,7 +169,7 @@ class Checker:
                 self.records[path] = f"no readable provenance record ({err})"
         return self.records[path]
 
-    def reasons(self, job: Job, task: str) -> list[str]:
+    def reasons(self, job: Job) -> list[str]:
         """Why Snakemake would rerun ``job`` (empty: it would not)."""
         missing = [path for path in job.outputs if not Path(path).exists()]
         if missing:
@@ -175,7 +180,7 @@ class Checker:
         found = []
         if record.get("config_hash") != config_hash(job.spec):
             found.append(f"{job.name} config changed ({_diff(record.get('config', {}), job.spec)})")
-        if record.get("code", {}).get("stage_digest") != stage_digest(job.stage, task):
+        if record.get("code", {}).get("stage_digest") != job.code:
             found.append(f"{job.name} code changed ({job.stage} sources)")
         for role, path in job.inputs.items():
             upstream = self.record(path)
@@ -210,7 +215,7 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
     evaluation = chain[-1]
     if not Path(evaluation.artifact).exists():
         return CellStatus(cell, "missing", _progress(chain, cell))
-    reasons = [reason for job in chain for reason in checker.reasons(job, cell["task"])]
+    reasons = [reason for job in chain for reason in checker.reasons(job)]
     status = CellStatus(cell, "stale" if reasons else "done", "; ".join(reasons))
     diverged = _divergence(_summary(chain[-2]))
     if diverged and not reasons:

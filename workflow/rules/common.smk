@@ -4,7 +4,7 @@ from shlex import quote
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.bookkeeping.provenance import stage_digest
+from pipeline_src.bookkeeping.code_digest import stage_digest
 
 try:
     jobs.check(config)

@@ -10,7 +10,7 @@ rule evaluate:
     params:
         rule="evaluate",
         spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
-        code=lambda wc: stage_digest("evaluate", wc.task),
+        code=lambda wc: stage_digest("evaluate", wc.task, wc.scheme),
         model_dir=lambda wc, input: os.path.dirname(input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,

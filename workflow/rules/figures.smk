@@ -17,7 +17,7 @@ for figure in FIGURES:
         params:
             rule=figure,
             spec=canonical_json(jobs.figure_spec(config, figure)),
-            code=stage_digest("figures"),
+            code=stage_digest("figures", jobs.FIGURES[figure]),
         localrule: True
         conda:
             "../envs/lengthgen.yaml"

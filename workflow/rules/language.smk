@@ -39,7 +39,7 @@ rule language_train:
     params:
         rule="language_train",
         spec=spec_param(lambda wc: lang.train_spec(config, wc.lm)),
-        code=stage_digest("language_train"),
+        code=lambda wc: stage_digest("language_train", scheme=lang.SCHEMES[wc.lm]),
         out_dir=lambda wc, output: os.path.dirname(output.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,

@@ -13,7 +13,7 @@ rule train:
     params:
         rule="train",
         spec=spec_param(lambda wc: jobs.train_spec(config, wc.task, wc.variant, wc.scheme, int(wc.seed))),
-        code=lambda wc: stage_digest("train", wc.task),
+        code=lambda wc: stage_digest("train", wc.task, wc.scheme),
         out_dir=lambda wc, output: os.path.dirname(output.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
