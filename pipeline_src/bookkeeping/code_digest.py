@@ -20,7 +20,7 @@ declares one) join its digest with their own closures. So editing one task's gen
 that task's jobs, and a task module importing another task's module depends on both.
 
 Not part of any digest, deliberately: the CLI (:data:`PLUMBING`; it only dispatches) and the
-bookkeeping plumbing (provenance records, status, verification and this module), which
+bookkeeping plumbing (provenance records, status, verification, paths and this module), which
 record results without changing them.
 """
 
@@ -48,7 +48,7 @@ STAGE_ENTRIES = {
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
 PLUMBING = frozenset({"cli", "bookkeeping.provenance", "bookkeeping.status", "bookkeeping.verify",
-                      "bookkeeping.code_digest"})
+                      "bookkeeping.paths", "bookkeeping.code_digest"})
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:
