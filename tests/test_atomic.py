@@ -70,7 +70,7 @@ def _figure(out: Path) -> None:
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
-    save_figure(fig, [out / "figure.png", out / "figure.pdf"], "test", {"seeds": [0]}, [])
+    save_figure(fig, [out / "figure.png", out / "figure.pdf"], "test", {"task": "sparse_parity", "seeds": [0]}, [])
 
 
 def _tokenizer(out: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pyarrow.parquet as pq
 from click.testing import CliRunner
@@ -12,7 +11,7 @@ from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_f
 from pipeline_src.cli import main
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
-from pipeline_src.bookkeeping.provenance import PARQUET_KEY, read_record, sidecar_path, stage_digest, trace
+from pipeline_src.bookkeeping.provenance import PARQUET_KEY, read_record, sidecar_path, trace
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
@@ -22,10 +21,6 @@ def test_canonical_json_ignores_key_order():
     b = {"a": {"x": 0.5, "y": [1, 2]}, "b": 1}
     assert canonical_json(a) == canonical_json(b) and config_hash(a) == config_hash(b)
     assert config_hash(a) != config_hash({**a, "b": 2})
-
-
-def test_stage_digests_differ_by_stage():
-    assert len({stage_digest(s) for s in ("data", "train", "evaluate", "figures")}) == 4
 
 
 def test_dataset_record_embedded_and_sidecar(train_data):
@@ -68,32 +63,3 @@ def test_provenance_of_a_file_without_record_fails_clearly(tmp_path):
     stray.write_bytes(b"not a figure")
     shown = CliRunner().invoke(main, ["provenance", str(stray)])
     assert shown.exit_code != 0 and "no provenance record" in shown.output
-
-
-def test_task_digests_leave_out_the_other_tasks_modules(tmp_path, monkeypatch):
-    from pipeline_src.bookkeeping import provenance
-
-    for stage in ("data", "train", "evaluate"):
-        names = {p.name for p in provenance._stage_files(stage, "parity_scratchpad")}
-        assert "parity_scratchpad.py" in names and "frame_schema.py" in names and "layout.py" in names
-        assert not names & {"sparse_parity.py", "variable_assignment.py", "sparse_parity_scratchpad.py"}
-        names = {p.name for p in provenance._stage_files(stage, "sparse_parity_scratchpad")}
-        assert {"sparse_parity.py", "sparse_parity_scratchpad.py"} <= names
-    # every module under tasks/ is either owned by tasks or shared by all; digests differ per task
-    digests = {task: stage_digest("train", task) for task in provenance.TASK_MODULES}
-    assert len(set(digests.values())) == len(digests)
-    assert stage_digest("train") not in digests.values()
-    # editing one task's module changes that task's digest only
-    package = tmp_path / "pipeline_src"
-    shutil.copytree(provenance.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(provenance, "PACKAGE_DIR", package)
-    provenance.stage_digest.cache_clear()
-    try:
-        before = {task: stage_digest("data", task) for task in provenance.TASK_MODULES}
-        module = package / "tasks" / "variable_assignment.py"
-        module.write_text(module.read_text() + "\n# edited\n")
-        provenance.stage_digest.cache_clear()
-        after = {task: stage_digest("data", task) for task in provenance.TASK_MODULES}
-    finally:
-        provenance.stage_digest.cache_clear()
-    assert {task for task in before if before[task] != after[task]} == {"variable_assignment"}

@@ -60,3 +60,18 @@ def test_readme_tables_list_every_task_and_scheme():
 def test_schemes_have_distinct_colours():
     colours = [scheme.colour for scheme in SCHEMES.values() if scheme.colour]
     assert len(colours) == len(set(colours))
+
+
+def test_no_module_outside_the_registries_names_a_task():
+    """Task names as string literals belong to the task modules (and each task's own figure module)."""
+    package = REPO / "pipeline_src"
+    figure_modules = {Path(task.figure.draw.partition(":")[0].replace(".", "/") + ".py") for task in TASKS.values()}
+    literal = re.compile(r"""["'](%s)["']""" % "|".join(map(re.escape, TASKS)))
+    offenders = []
+    for path in package.rglob("*.py"):
+        relative = path.relative_to(REPO)
+        if relative.parts[1] == "tasks" or relative in figure_modules:
+            continue
+        offenders += [f"{relative}:{i}" for i, line in enumerate(path.read_text().splitlines(), 1)
+                      if literal.search(line) and '"""' not in line and not line.lstrip().startswith("#")]
+    assert not offenders, f"task names written outside their modules: {offenders}"

@@ -118,7 +118,8 @@ def test_changed_evaluation_or_data_value_names_that_job(workdir):
 def test_changed_code_makes_the_cell_stale(workdir, monkeypatch):
     real = status_module.stage_digest
     monkeypatch.setattr(status_module, "stage_digest",
-                        lambda stage, task=None: "edited" if stage == "evaluate" else real(stage, task))
+                        lambda stage, task=None, scheme=None: "edited" if stage == "evaluate"
+                        else real(stage, task, scheme))
     row = status_rows("config/tiny.yaml")[0]
     assert row["state"] == "stale" and row["note"] == "evaluate code changed (evaluate sources)"
 

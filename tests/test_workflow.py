@@ -16,8 +16,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir`` (``env``: extra environment variables)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
     done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     if check and done.returncode:
@@ -107,6 +108,23 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     override = write_override(pipeline, "edit.yaml", body)
     jobs = planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override))
     assert jobs == {**expected, "all": 1}
+
+
+def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_path):
+    """A comment in the model reruns nothing; a code edit of greedy decoding reruns the evaluations
+    (and the figures drawn from them), no dataset and no training."""
+    workdir = shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)  # results and .snakemake too
+    package = shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src",
+                              ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(workdir)}  # the Snakefile imports the copy
+    dry_run = ("-n", "all", "--configfile", "config/smoke.yaml")
+    model = package / "model.py"
+    model.write_text(model.read_text().replace("\n\n\n", "\n\n\n# an added comment\n", 1) + "# the end\n")
+    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
+    decoding = package / "evaluation" / "decoding.py"
+    decoding.write_text(decoding.read_text() + "\n_EDITED = True\n")
+    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {
+        "evaluate": 15, "figure1": 1, "figure2": 1, "figure3": 1, "sparse_parity_scratchpad": 1, "all": 1}
 
 
 @pytest.mark.parametrize("body, field", [

@@ -2,18 +2,17 @@
 
 Each artifact carries a *record*: the rule, the exact config subset (canonical JSON and hash), the
 seeds, the SHA-256 of every input file, the code version (git commit, dirty flag, package version,
-digest of the stage's source files) and library versions. The record goes into the artifact's own
+digest of the code the job ran: :mod:`.code_digest`) and library versions. The record goes into the artifact's own
 metadata where the format has some (Parquet key-value metadata, safetensors header) and always
 into a JSON sidecar ``<artifact>.prov.json`` that also holds the artifact's own hash.
 
-This module imports nothing heavy: the Snakefile uses :func:`stage_digest` at parse time.
+This module imports nothing heavy: the Snakefile imports it (through :mod:`.status`) at parse time.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import platform
 import subprocess
 from importlib import metadata
@@ -21,71 +20,13 @@ from pathlib import Path
 from typing import Callable
 
 from ..storage.atomic import replacing, write_text
-from ..storage.canonical import canonical_json, config_hash, sha256_file, sha256_text
+from ..storage.canonical import canonical_json, config_hash, sha256_file
+from .code_digest import PACKAGE_DIR, stage_digest
 
 PARQUET_KEY = "lengthgen.provenance"
 SIDECAR_SUFFIX = ".prov.json"
-PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
-
-# Source files whose content defines each stage's results. Editing one reruns that stage's jobs
-# (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
-STAGE_SOURCES = {
-    "data": ["storage/canonical.py", "storage/datasets.py", "tasks"],
-    "train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py", "training/train.py",
-              "tasks"],
-    "evaluate": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
-                 "evaluation/decoding.py", "evaluation/evaluate.py", "evaluation/accuracy_schema.py",
-                 "evaluation/stats.py", "tasks"],
-    "figures": ["figures", "evaluation/accuracy_schema.py", "evaluation/stats.py"],
-    # the natural-language analysis (SPEC 6): corpus -> tokenizer -> token stream; language models
-    # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
-    "language_data": ["storage/canonical.py", "storage/datasets.py", "language/corpus.py", "language/tokenizer.py",
-                      "language/analysis.py"],
-    "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py", "language/training.py",
-                       "training/train.py", "language/lm.py", "language/tokenizer.py", "storage/datasets.py"],
-    "language_eval": ["model.py", "schemes", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
-                      "storage/datasets.py", "language/influence.py", "language/analysis.py", "language/schemas.py"],
-    "language_figures": ["figures", "language/influence.py", "language/schemas.py"],
-}
-# The task modules each task's results depend on (besides the modules in ``tasks/`` that no task
-# owns, which every task shares: the registry, vocabulary, layout and schemas). So editing one task's
-# generator reruns that task's jobs only. A module listed for no task counts as shared.
-TASK_MODULES = {
-    "sparse_parity": ["sparse_parity.py"],
-    "sparse_parity_scratchpad": ["sparse_parity.py", "sparse_parity_scratchpad.py"],
-    "parity_scratchpad": ["parity_scratchpad.py"],
-    "variable_assignment": ["variable_assignment.py"],
-    "addition": ["addition.py"],
-}
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
              "tokenizers", "gensim")
-
-
-def _stage_files(stage: str, task: str | None = None) -> list[Path]:
-    """The source files of ``stage``; with ``task``, of the task modules only that task's."""
-    if stage not in STAGE_SOURCES:
-        raise KeyError(f"unknown stage {stage!r}; known: {sorted(STAGE_SOURCES)}")
-    if task is not None and task not in TASK_MODULES:
-        raise KeyError(f"unknown task {task!r}; known: {sorted(TASK_MODULES)}")
-    owned = {name for modules in TASK_MODULES.values() for name in modules}
-    files: list[Path] = []
-    for name in STAGE_SOURCES[stage]:
-        path = PACKAGE_DIR / name
-        if not path.is_dir():
-            files.append(path)
-            continue
-        for file in sorted(path.rglob("*.py")):
-            if name != "tasks" or task is None or file.name not in owned or file.name in TASK_MODULES[task]:
-                files.append(file)
-    return files
-
-
-@functools.cache
-def stage_digest(stage: str, task: str | None = None) -> str:
-    """SHA-256 over the relative names and contents of the source files of one stage (for one
-    ``task``: without the other tasks' own modules)."""
-    parts = [f"{p.relative_to(PACKAGE_DIR).as_posix()}\n{p.read_text()}" for p in _stage_files(stage, task)]
-    return sha256_text("\0".join(parts))
 
 
 @functools.cache
@@ -129,9 +70,9 @@ def report_metadata() -> dict[str, str]:
 
 
 def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
-                 seeds: dict | None = None, task: str | None = None) -> dict:
-    """The provenance record of an artifact about to be written; ``task`` narrows the code digest to
-    that task's sources (as the workflow's code param does)."""
+                 seeds: dict | None = None, task: str | None = None, scheme: str | None = None) -> dict:
+    """The provenance record of an artifact about to be written; its code digest is the job's, as the
+    workflow's code param computes it (``stage_digest(stage, task, scheme)``)."""
     files = {role: {"path": str(path), "sha256": sha256_file(path)} for role, path in (inputs or {}).items()}
     return {
         "format": "lengthgen.provenance/1",
@@ -140,7 +81,7 @@ def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Pa
         "config_hash": config_hash(config),
         "seeds": seeds or {},
         "inputs": files,
-        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage, task)},
+        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage, task, scheme)},
         "libraries": library_versions(),
     }
 

@@ -2,7 +2,8 @@
 missing.
 
 A cell (task, variant, scheme, seed) is made by four jobs, as in ``workflow/rules``: its training
-set and evaluation set, its training and its evaluation (``accuracy.parquet``). Its state:
+set and evaluation set, its training and its evaluation (``accuracy.parquet``), their files named
+by :mod:`.paths` as the rules name them. Its state:
 
 * ``missing``: no accuracy table yet (the note says how far the chain got);
 * ``stale``: the accuracy table exists but Snakemake would remake it: a job of the chain recorded
@@ -32,16 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import config as jobs
+from . import paths
 from ..storage.canonical import config_hash
 from ..tasks import get_task
-from .provenance import read_record, stage_digest
+from .code_digest import stage_digest
+from .provenance import read_record
 
 BASE_CONFIG = Path("config/config.yaml")
-# Output files of each rule (mirrors workflow/rules/*.smk); the first is the one whose record is read.
-TRAIN_OUTPUTS = ("model.safetensors", "model.json", "train_log.parquet", "summary.json")
-# The log folder of a cell's training and evaluation jobs under results/logs/, and the output each
-# job leaves under results/<folder>/<cell>/ when it succeeds.
-JOB_OUTPUTS = {"train": "model.safetensors", "eval": "accuracy.parquet"}
 STATES = ("done", "diverged", "stale", "missing")
 
 
@@ -82,13 +80,15 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
 
 @dataclass(frozen=True)
 class Job:
-    """One job of a cell's chain: its outputs, the config subset and code it would run with, and
-    the upstream artifacts it reads (record input role -> path)."""
+    """One job of a cell's chain: its outputs (the first one's record is read), the config subset it
+    would run with, its stage and code digest (as the workflow's code param), and the upstream
+    artifacts it reads (record input role -> path)."""
 
     name: str
     outputs: tuple[str, ...]
     spec: dict
     stage: str
+    code: str
     inputs: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -96,24 +96,21 @@ class Job:
         return self.outputs[0]
 
 
-def cell_dir(cell: dict) -> str:
-    return f"{cell['task']}/{cell['scheme']}/{cell['variant']}/seed{cell['seed']}"
-
-
 def cell_jobs(config: dict, cell: dict) -> list[Job]:
     """The jobs of ``cell``, upstream first, with the paths of ``workflow/rules``."""
-    task, variant = cell["task"], cell["variant"]
-    train_data = f"results/data/{task}/train_{variant}.parquet"
-    eval_data = f"results/data/{task}/{jobs.eval_data_name(task, variant)}.parquet"
-    model_dir = f"results/train/{cell_dir(cell)}"
+    task, variant, scheme = cell["task"], cell["variant"], cell["scheme"]
+    train_data = paths.train_data(task=task, variant=variant)
+    eval_data = paths.eval_data(task=task, evalset=jobs.eval_data_name(task, variant))
+    model = paths.train_outputs(**cell)
+    data_code = stage_digest("data", task)
     return [
-        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data"),
-        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data"),
-        Job("train", tuple(f"{model_dir}/{name}" for name in TRAIN_OUTPUTS),
-            jobs.train_spec(config, task, variant, cell["scheme"], cell["seed"]), "train",
-            {"train_data": train_data}),
-        Job("evaluate", (f"results/eval/{cell_dir(cell)}/accuracy.parquet",), jobs.eval_spec(config, task),
-            "evaluate", {"model": f"{model_dir}/model.safetensors", "eval_data": eval_data}),
+        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data", data_code),
+        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data", data_code),
+        Job("train", tuple(model.values()),
+            jobs.train_spec(config, task, variant, scheme, cell["seed"]), "train",
+            stage_digest("train", task, scheme), {"train_data": train_data}),
+        Job("evaluate", (paths.accuracy(**cell),), jobs.eval_spec(config, task),
+            "evaluate", stage_digest("evaluate", task, scheme), {"model": model["model"], "eval_data": eval_data}),
     ]
 
 
@@ -146,7 +143,7 @@ class Checker:
                 self.records[path] = f"no readable provenance record ({err})"
         return self.records[path]
 
-    def reasons(self, job: Job, task: str) -> list[str]:
+    def reasons(self, job: Job) -> list[str]:
         """Why Snakemake would rerun ``job`` (empty: it would not)."""
         missing = [path for path in job.outputs if not Path(path).exists()]
         if missing:
@@ -157,7 +154,7 @@ class Checker:
         found = []
         if record.get("config_hash") != config_hash(job.spec):
             found.append(f"{job.name} config changed ({_diff(record.get('config', {}), job.spec)})")
-        if record.get("code", {}).get("stage_digest") != stage_digest(job.stage, task):
+        if record.get("code", {}).get("stage_digest") != job.code:
             found.append(f"{job.name} code changed ({job.stage} sources)")
         for role, path in job.inputs.items():
             upstream = self.record(path)
@@ -192,9 +189,9 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
     evaluation = chain[-1]
     if not Path(evaluation.artifact).exists():
         return CellStatus(cell, "missing", _progress(chain, cell))
-    reasons = [reason for job in chain for reason in checker.reasons(job, cell["task"])]
+    reasons = [reason for job in chain for reason in checker.reasons(job)]
     status = CellStatus(cell, "stale" if reasons else "done", "; ".join(reasons))
-    diverged = _divergence(_summary(chain[-2]))
+    diverged = _divergence(paths.train_outputs(**cell)["summary"])
     if diverged and not reasons:
         status.state, status.note = "diverged", diverged
     try:
@@ -208,25 +205,16 @@ def _progress(chain: list[Job], cell: dict) -> str:
     """How far a cell without an accuracy table got."""
     done = [job.name for job in chain[:-1] if all(Path(p).exists() for p in job.outputs)]
     if "train" in done:
-        trained = _divergence(_summary(chain[-2])) or "trained"
-        log = _log("eval", cell)
+        trained = _divergence(paths.train_outputs(**cell)["summary"]) or "trained"
+        log = Path(paths.log(paths.eval_job(**cell)))
         return f"{trained}; evaluation failed or still running: see {log}" if log.exists() else f"{trained}, not evaluated"
-    log = _log("train", cell)
+    log = Path(paths.log(paths.train_job(**cell)))
     if log.exists():
         return f"training failed or still running: see {log}"
     return f"has {' and '.join(done)}" if done else "nothing run"
 
 
-def _log(stage: str, cell: dict) -> Path:
-    """The log of the cell's job of ``stage`` (a key of JOB_OUTPUTS), as workflow/rules names it."""
-    return Path("results", "logs", stage, f"{cell_dir(cell)}.log")
-
-
-def _summary(train: Job) -> Path:
-    return Path(train.outputs[TRAIN_OUTPUTS.index("summary.json")])
-
-
-def _divergence(summary: Path) -> str:
+def _divergence(summary: str | Path) -> str:
     """'training diverged at step N (reason)' when the training summary ``summary`` records it, else ''."""
     try:
         diverged = json.loads(Path(summary).read_text()).get("diverged")
@@ -283,27 +271,26 @@ def format_status(statuses: list[CellStatus]) -> str:
     return "\n".join([*aligned([header, *rows]), f"{len(statuses)} cells: {counts}"])
 
 
-def unfinished_cells(results: Path = Path("results")) -> dict[str, str | list[str]]:
+def unfinished_cells(results: Path = Path(paths.RESULTS)) -> dict[str, str | list[str]]:
     """What the report's landing page says about the cells on disk that did not finish: those whose
     training diverged (and the step) and those whose training or evaluation job left a log but no
-    output (failed, e.g. in a ``--keep-going`` run). Found under ``results`` whatever the config;
-    "none" if none."""
-    models = Path(results, "train")
+    output (failed, e.g. in a ``--keep-going`` run). Found under the results folder ``results``
+    whatever the config; "none" if none."""
     diverged = []
-    for summary in sorted(models.glob("*/*/*/seed*/summary.json")):
+    for summary, cell in paths.find(paths.train_outputs()["summary"], results):
         note = _divergence(summary)
         if note:
-            diverged.append(f"{summary.parent.relative_to(models)}: {note}")
+            diverged.append(f"{paths.cell(**cell)}: {note}")
     failed = []
-    for stage, output in JOB_OUTPUTS.items():  # a log as _log names it, without {stage}/{cell_dir}/{output}
-        logs = Path(results, "logs", stage)
-        failed += [str(log) for log in sorted(logs.glob("*/*/*/seed*.log"))
-                   if not Path(results, stage, log.relative_to(logs).with_suffix(""), output).exists()]
+    for job, output in ((paths.train_job, lambda cell: paths.train_outputs(**cell)["model"]),
+                        (paths.eval_job, lambda cell: paths.accuracy(**cell))):
+        failed += [str(log) for log, cell in paths.find(paths.log(job()), results)
+                   if not paths.under(results, output(cell)).exists()]
     return {"cells whose training diverged": diverged or "none",
             "jobs that failed (their log, no output)": failed or "none"}
 
 
-def unfinished_warning(results: Path = Path("results")) -> str:
+def unfinished_warning(results: Path = Path(paths.RESULTS)) -> str:
     """The lines (newline-terminated) the workflow prints at its end, success or error, when cells
     under ``results`` did not finish (see :func:`unfinished_cells`); empty when every cell did."""
     found = {title: found for title, found in unfinished_cells(results).items() if found != "none"}

@@ -93,7 +93,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
-                          task=description["task"])
+                          task=description["task"], scheme=description["scheme"])
     record["device"] = describe_device(device)
     datasets.write(result, out_path, AccuracySchema, record)
     return result

@@ -56,9 +56,10 @@ def _seeds(spec: dict) -> dict:
 
 def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path], stage: str = "figures") -> None:
     """Save ``fig`` to every path of ``outputs`` (by suffix) with a provenance sidecar each; ``stage``
-    names the code digest recorded (as the workflow's code param)."""
+    (and the spec's ``task``, for a task's figure) names the code digest recorded (as the workflow's
+    code param)."""
     record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
-                          seeds=_seeds(spec))
+                          seeds=_seeds(spec), task=spec.get("task"))
     for path in outputs:
         path = Path(path)
         attach(path, record, lambda tmp, _meta, path=path: fig.savefig(

@@ -138,7 +138,8 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
     })
     record = build_record(rule, "language_eval", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                                "tokens": tokens},
-                          seeds={"train_seed": description["seed"], "target_seed": cfg.seed})
+                          seeds={"train_seed": description["seed"], "target_seed": cfg.seed},
+                          scheme=description["scheme"])
     record["device"] = describe_device(device)
     datasets.write(by_position, positions_out, LossByPositionSchema, record)
     datasets.write(target_losses, targets_out, TargetLossSchema, record)
@@ -207,7 +208,8 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     targets = influence.select_targets(frame, cfg)
     result = influence.influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
                                           progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
-    record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds)
+    record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
+                          scheme=None if model_dir is None else description["scheme"])
     record["device"] = describe_device(device)
     if hf_model is not None:
         import transformers

@@ -302,7 +302,7 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
     ``diverged`` ({step, reason}) marks a run that diverged: recorded in the summary and the model
     description, and the weights file holds no tensors."""
     record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
-                          task=source.code_task)
+                          task=source.code_task, scheme=spec["scheme"])
     record["device"] = device  # where the model was trained (the last device, should a resume move it)
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "seed": spec["seed"], **source.description}

@@ -1,10 +1,12 @@
 # Grid, per-job specs and code digests. Cheap and pure: re-parsed for every cluster job.
+# Every result, log and benchmark path comes from pipeline_src/bookkeeping/paths.py.
 from shlex import quote
 
 from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import paths
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.bookkeeping.provenance import stage_digest
+from pipeline_src.bookkeeping.code_digest import stage_digest
 
 # The schema (assembled from the task and scheme registries, defaults filled in) and the
 # cross-field checks; one line naming the field on failure.
@@ -31,7 +33,7 @@ GPUS_PER_MODEL_JOB = jobs.gpus_per_model_job(config)
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
-FIGURES = {name: [f"results/figures/{name}.png", f"results/figures/{name}.pdf"] for name in jobs.figures(config)}
+FIGURES = {name: paths.figure_files(name) for name in jobs.figures(config)}
 
 
 def spec_param(build):
@@ -39,28 +41,26 @@ def spec_param(build):
     return lambda wc: canonical_json(build(wc))
 
 
-def cell_path(cell):
-    return f"{cell['task']}/{cell['scheme']}/{cell['variant']}/seed{cell['seed']}"
-
-
-def accuracy_file(cell):
-    return f"results/eval/{cell_path(cell)}/accuracy.parquet"
-
-
 def eval_variant(wc):
     """Any variant scored on this evaluation set (they share its spec)."""
     return next(c["variant"] for c in CELLS[wc.task] if jobs.eval_data_name(wc.task, c["variant"]) == wc.evalset)
 
 
+def figure_outputs(figure, category):
+    """A figure's files (each format and its provenance sidecar); the PNG goes into the report."""
+    png, pdf = paths.figure_files(figure)
+    return {"png": report(png, caption=f"../report/{figure}.rst", category=category), "pdf": pdf,
+            "png_provenance": paths.sidecar(png), "pdf_provenance": paths.sidecar(pdf)}
+
+
 # --- natural-language analysis (language.smk) ---
-LANGUAGE_FIGURES = {name: [f"results/figures/{name}.png", f"results/figures/{name}.pdf"] for name in lang.figures(config)}
-LANGUAGE_DIR = "results/language"
+LANGUAGE_FIGURES = {name: paths.figure_files(name) for name in lang.figures(config)}
 
 
 def language_model_input(wc):
     """The model the influence analysis reads: our main model, or a local Hugging Face folder."""
     hf_model = config["language"]["analysis"]["hf_model"]
-    return f"{hf_model}/config.json" if hf_model else f"{LANGUAGE_DIR}/train/main/model.safetensors"
+    return f"{hf_model}/config.json" if hf_model else paths.language_train_outputs(lang.MAIN)["model"]
 
 
 def language_model_option(wc, input):
@@ -72,8 +72,7 @@ def language_model_option(wc, input):
 def language_figure_inputs(figure):
     """Figure 4 reads the influence table; our PoSE figure also every model's evaluation tables."""
     if figure == "figure4":
-        return [f"{LANGUAGE_DIR}/influence.parquet"]
-    evaluated = lang.evaluated_models(config)
-    return ([f"{LANGUAGE_DIR}/eval/{lm}/loss_by_position.parquet" for lm in evaluated]
-            + [f"{LANGUAGE_DIR}/eval/{lm}/target_loss.parquet" for lm in evaluated]
-            + [f"{LANGUAGE_DIR}/influence.parquet"])
+        return [paths.INFLUENCE]
+    evaluated = [paths.language_eval_outputs(lm) for lm in lang.evaluated_models(config)]
+    return ([tables["positions"] for tables in evaluated] + [tables["targets"] for tables in evaluated]
+            + [paths.INFLUENCE])

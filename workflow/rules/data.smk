@@ -4,7 +4,7 @@
 
 rule train_data:
     output:
-        "results/data/{task}/train_{variant}.parquet",
+        paths.train_data(),
     params:
         rule="train_data",
         spec=spec_param(lambda wc: jobs.train_data_spec(config, wc.task, wc.variant)),
@@ -12,16 +12,16 @@ rule train_data:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/data/{task}/train_{variant}.log",
+        paths.log(paths.train_data_job()),
     benchmark:
-        "results/benchmarks/data/{task}/train_{variant}.tsv"
+        paths.benchmark(paths.train_data_job())
     shell:
         "lengthgen generate --rule {params.rule} --spec {params.spec:q} --out {output} 2> {log}"
 
 
 rule eval_data:
     output:
-        "results/data/{task}/{evalset}.parquet",
+        paths.eval_data(),
     params:
         rule="eval_data",
         spec=spec_param(lambda wc: jobs.eval_data_spec(config, wc.task, eval_variant(wc))),
@@ -29,8 +29,8 @@ rule eval_data:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/data/{task}/{evalset}.log",
+        paths.log(paths.eval_data_job()),
     benchmark:
-        "results/benchmarks/data/{task}/{evalset}.tsv"
+        paths.benchmark(paths.eval_data_job())
     shell:
         "lengthgen generate --rule {params.rule} --spec {params.spec:q} --out {output} 2> {log}"

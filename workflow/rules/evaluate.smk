@@ -3,14 +3,14 @@
 
 rule evaluate:
     input:
-        model="results/train/{task}/{scheme}/{variant}/seed{seed}/model.safetensors",
-        eval_data=lambda wc: f"results/data/{wc.task}/{jobs.eval_data_name(wc.task, wc.variant)}.parquet",
+        model=paths.train_outputs()["model"],
+        eval_data=lambda wc: paths.eval_data(task=wc.task, evalset=jobs.eval_data_name(wc.task, wc.variant)),
     output:
-        "results/eval/{task}/{scheme}/{variant}/seed{seed}/accuracy.parquet",
+        paths.accuracy(),
     params:
         rule="evaluate",
         spec=spec_param(lambda wc: jobs.eval_spec(config, wc.task)),
-        code=lambda wc: stage_digest("evaluate", wc.task),
+        code=lambda wc: stage_digest("evaluate", wc.task, wc.scheme),
         model_dir=lambda wc, input: os.path.dirname(input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
@@ -18,9 +18,9 @@ rule evaluate:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/eval/{task}/{scheme}/{variant}/seed{seed}.log",
+        paths.log(paths.eval_job()),
     benchmark:
-        "results/benchmarks/eval/{task}/{scheme}/{variant}/seed{seed}.tsv"
+        paths.benchmark(paths.eval_job())
     shell:
         "lengthgen evaluate --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " --model-dir {params.model_dir} --eval-data {input.eval_data} --out {output} 2> {log}"

@@ -8,23 +8,20 @@ for figure in FIGURES:
         name:
             figure
         input:
-            [accuracy_file(cell) for cell in CELLS[jobs.FIGURES[figure]]],
+            [paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
         output:
-            png=report(f"results/figures/{figure}.png", caption=f"../report/{figure}.rst", category=jobs.FIGURES[figure]),
-            pdf=f"results/figures/{figure}.pdf",
-            png_provenance=f"results/figures/{figure}.png.prov.json",
-            pdf_provenance=f"results/figures/{figure}.pdf.prov.json",
+            **figure_outputs(figure, category=jobs.FIGURES[figure]),
         params:
             rule=figure,
             spec=canonical_json(jobs.figure_spec(config, figure)),
-            code=stage_digest("figures"),
+            code=stage_digest("figures", jobs.FIGURES[figure]),
         localrule: True
         conda:
             "../envs/lengthgen.yaml"
         log:
-            f"results/logs/figures/{figure}.log",
+            paths.log(paths.figure_job(figure)),
         benchmark:
-            f"results/benchmarks/figures/{figure}.tsv"
+            paths.benchmark(paths.figure_job(figure))
         shell:
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule

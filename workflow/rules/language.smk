@@ -7,8 +7,8 @@ rule language_corpus:
     input:
         lambda wc: lang.corpus_inputs(config),
     output:
-        tokenizer=f"{LANGUAGE_DIR}/tokenizer.json",
-        tokens=f"{LANGUAGE_DIR}/tokens.parquet",
+        tokenizer=paths.TOKENIZER,
+        tokens=paths.TOKENS,
     params:
         rule="language_corpus",
         spec=spec_param(lambda wc: lang.corpus_spec(config)),
@@ -16,9 +16,9 @@ rule language_corpus:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/language/corpus.log",
+        paths.log(paths.LANGUAGE_CORPUS_JOB),
     benchmark:
-        "results/benchmarks/language/corpus.tsv"
+        paths.benchmark(paths.LANGUAGE_CORPUS_JOB)
     shell:
         "lengthgen corpus --rule {params.rule} --spec {params.spec:q}"
         " --tokenizer-out {output.tokenizer} --tokens-out {output.tokens} 2> {log}"
@@ -26,20 +26,16 @@ rule language_corpus:
 
 rule language_train:
     input:
-        tokens=f"{LANGUAGE_DIR}/tokens.parquet",
-        tokenizer=f"{LANGUAGE_DIR}/tokenizer.json",
+        tokens=paths.TOKENS,
+        tokenizer=paths.TOKENIZER,
     output:
-        model=f"{LANGUAGE_DIR}/train/{{lm}}/model.safetensors",
-        description=f"{LANGUAGE_DIR}/train/{{lm}}/model.json",
-        log_table=f"{LANGUAGE_DIR}/train/{{lm}}/train_log.parquet",
-        heldout_table=f"{LANGUAGE_DIR}/train/{{lm}}/heldout_log.parquet",
-        summary=f"{LANGUAGE_DIR}/train/{{lm}}/summary.json",
+        **paths.language_train_outputs(),
     wildcard_constraints:
         lm="|".join(lang.SCHEMES),
     params:
         rule="language_train",
         spec=spec_param(lambda wc: lang.train_spec(config, wc.lm)),
-        code=stage_digest("language_train"),
+        code=lambda wc: stage_digest("language_train", scheme=lang.SCHEMES[wc.lm]),
         out_dir=lambda wc, output: os.path.dirname(output.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
@@ -47,9 +43,9 @@ rule language_train:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/language/train/{lm}.log",
+        paths.log(paths.language_train_job()),
     benchmark:
-        "results/benchmarks/language/train/{lm}.tsv"
+        paths.benchmark(paths.language_train_job())
     shell:
         "lengthgen lm-train --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " --tokens {input.tokens} --tokenizer {input.tokenizer} --out-dir {params.out_dir} 2> {log}"
@@ -57,17 +53,16 @@ rule language_train:
 
 rule language_eval:
     input:
-        model=f"{LANGUAGE_DIR}/train/{{lm}}/model.safetensors",
-        tokens=f"{LANGUAGE_DIR}/tokens.parquet",
+        model=paths.language_train_outputs()["model"],
+        tokens=paths.TOKENS,
     output:
-        positions=f"{LANGUAGE_DIR}/eval/{{lm}}/loss_by_position.parquet",
-        targets=f"{LANGUAGE_DIR}/eval/{{lm}}/target_loss.parquet",
+        **paths.language_eval_outputs(),
     wildcard_constraints:
         lm="|".join(lang.SCHEMES),
     params:
         rule="language_eval",
         spec=spec_param(lambda wc: lang.eval_spec(config)),
-        code=stage_digest("language_eval"),
+        code=lambda wc: stage_digest("language_eval", scheme=lang.SCHEMES[wc.lm]),
         model_dir=lambda wc, input: os.path.dirname(input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
@@ -75,9 +70,9 @@ rule language_eval:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/language/eval/{lm}.log",
+        paths.log(paths.language_eval_job()),
     benchmark:
-        "results/benchmarks/language/eval/{lm}.tsv"
+        paths.benchmark(paths.language_eval_job())
     shell:
         "lengthgen lm-eval --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " --model-dir {params.model_dir} --tokens {input.tokens}"
@@ -87,13 +82,15 @@ rule language_eval:
 rule language_influence:
     input:
         model=language_model_input,
-        tokens=f"{LANGUAGE_DIR}/tokens.parquet",
+        tokens=paths.TOKENS,
     output:
-        f"{LANGUAGE_DIR}/influence.parquet",
+        paths.INFLUENCE,
     params:
         rule="language_influence",
         spec=spec_param(lambda wc: lang.influence_spec(config)),
-        code=stage_digest("language_eval"),
+        # the analysed model's scheme code (none for a Hugging Face model)
+        code=lambda wc: stage_digest("language_eval", scheme=None if config["language"]["analysis"]["hf_model"]
+                                     else lang.SCHEMES[lang.MAIN]),
         model=language_model_option,
     resources:
         gpu=GPUS_PER_MODEL_JOB,
@@ -101,9 +98,9 @@ rule language_influence:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        "results/logs/language/influence.log",
+        paths.log(paths.LANGUAGE_INFLUENCE_JOB),
     benchmark:
-        "results/benchmarks/language/influence.tsv"
+        paths.benchmark(paths.LANGUAGE_INFLUENCE_JOB)
     shell:
         "lengthgen influence --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " {params.model} --tokens {input.tokens} --out {output} 2> {log}"
@@ -117,10 +114,7 @@ for figure in LANGUAGE_FIGURES:
         input:
             language_figure_inputs(figure),
         output:
-            png=report(f"results/figures/{figure}.png", caption=f"../report/{figure}.rst", category="language"),
-            pdf=f"results/figures/{figure}.pdf",
-            png_provenance=f"results/figures/{figure}.png.prov.json",
-            pdf_provenance=f"results/figures/{figure}.pdf.prov.json",
+            **figure_outputs(figure, category="language"),
         params:
             rule=figure,
             spec=canonical_json(lang.figure_spec(config, figure)),
@@ -129,9 +123,9 @@ for figure in LANGUAGE_FIGURES:
         conda:
             "../envs/lengthgen.yaml"
         log:
-            f"results/logs/figures/{figure}.log",
+            paths.log(paths.figure_job(figure)),
         benchmark:
-            f"results/benchmarks/figures/{figure}.tsv"
+            paths.benchmark(paths.figure_job(figure))
         shell:
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule

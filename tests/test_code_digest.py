@@ -1,0 +1,163 @@
+"""Code digests follow the real imports: a comment or docstring edit changes none, a code edit
+changes exactly the digests of the jobs whose stage (or own task or scheme module) imports it."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline_src.bookkeeping import code_digest
+from pipeline_src.bookkeeping.code_digest import closure, entry_modules, stage_digest
+from pipeline_src.tasks import TASKS
+
+REAL = code_digest.PACKAGE_DIR
+# One job of each stage (task and scheme where its rule has them).
+STAGE_JOBS = {
+    "data": ("data", "parity_scratchpad", None),
+    "train": ("train", "parity_scratchpad", "ppc"),
+    "evaluate": ("evaluate", "parity_scratchpad", "ppc"),
+    "figures": ("figures", "parity_scratchpad", None),
+    "language_data": ("language_data", None, None),
+    "language_train": ("language_train", None, "rope"),
+    "language_eval": ("language_eval", None, None),
+    "language_figures": ("language_figures", None, None),
+}
+# Every job of every task in the synthetic stages.
+TASK_JOBS = [(stage, task, "rope" if stage in ("train", "evaluate") else None)
+             for stage in ("data", "train", "evaluate", "figures") for task in TASKS]
+
+
+@pytest.fixture
+def package(tmp_path, monkeypatch) -> Path:
+    """A copy of pipeline_src that the digests read instead of the real one."""
+    copy = tmp_path / "pipeline_src"
+    shutil.copytree(code_digest.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(code_digest, "PACKAGE_DIR", copy)
+    code_digest.clear_cache()
+    yield copy
+    code_digest.clear_cache()
+
+
+def digests(jobs) -> dict:
+    code_digest.clear_cache()
+    return {job: stage_digest(*job) for job in jobs}
+
+
+def changed(before: dict, after: dict) -> set:
+    return {job for job in before if before[job] != after[job]}
+
+
+def edit_comments_and_docstrings(path: Path) -> None:
+    """Add comment lines and reword the module's and the first function's docstrings."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+    documented = [node for node in [tree, *ast.walk(tree)] if isinstance(node, (ast.Module, ast.FunctionDef))
+                  and ast.get_docstring(node)][:2]
+    for node in documented:
+        line = node.body[0].lineno - 1
+        lines[line] = lines[line].replace('"""', '"""Reworded. ', 1)
+    function = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef))
+    lines[function.lineno - 1] += "  # a trailing comment"
+    lines.insert(function.lineno - 1, "# a comment line")
+    path.write_text("\n".join(lines) + "\n# a last comment\n")
+
+
+def edit_code(path: Path) -> None:
+    """Add a statement at the end of the first function's body (at the end of the module if none)."""
+    lines = path.read_text().splitlines()
+    functions = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)]
+    if functions:
+        last = functions[0].body[-1]
+        indent = " " * functions[0].body[0].col_offset
+        lines.insert(last.end_lineno, f"{indent}_edited = 1")
+    else:
+        lines.append("_EDITED = 1")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def module_name(package: Path, path: Path) -> str:
+    name = path.relative_to(package).with_suffix("").as_posix().replace("/", ".")
+    return "" if name == "__init__" else name.removesuffix(".__init__")
+
+
+def test_comments_and_docstrings_change_no_digest(package):
+    jobs = [*STAGE_JOBS.values(), *TASK_JOBS]
+    before = digests(jobs)
+    for name in ("model.py", "training/train.py", "tasks/parity_scratchpad.py", "storage/datasets.py"):
+        edit_comments_and_docstrings(package / name)
+        # the docstrings really changed: the syntax trees (docstrings included) differ
+        assert ast.dump(ast.parse((package / name).read_text())) != ast.dump(ast.parse((REAL / name).read_text()))
+    assert digests(jobs) == before
+
+
+def test_a_code_edit_changes_exactly_the_stages_that_import_it(package):
+    closures = {stage: closure(entry_modules(*job)) for stage, job in STAGE_JOBS.items()}
+    before = digests(STAGE_JOBS.values())
+    for path in sorted(package.rglob("*.py")):
+        original = path.read_text()
+        edit_code(path)
+        after = digests(STAGE_JOBS.values())
+        path.write_text(original)
+        name = module_name(package, path)
+        expected = {job for stage, job in STAGE_JOBS.items() if name in closures[stage]}
+        assert changed(before, after) == expected, path
+    assert digests(STAGE_JOBS.values()) == before
+
+
+def test_closures_follow_lazy_relative_and_submodule_imports():
+    train, evaluate = closure(entry_modules(*STAGE_JOBS["train"])), closure(entry_modules(*STAGE_JOBS["evaluate"]))
+    data = closure(entry_modules(*STAGE_JOBS["data"]))
+    assert "storage.datasets" in data & train & evaluate
+    assert "model" in train & evaluate and "model" not in data
+    assert "tasks.frame_schema" in data  # imported inside a function of each task module
+    assert "language.tokenizer" not in train  # the language models' batch source is the language package's
+    assert "language.influence" not in train and "training.train" not in evaluate
+    assert "figures.lines" in closure(entry_modules(*STAGE_JOBS["figures"]))  # from . import lines
+    assert "tasks.task" in data and "" in data  # packages run their __init__
+    every = set().union(*(closure(entry_modules(*job)) for job in [*STAGE_JOBS.values(), *TASK_JOBS]))
+    assert not every & code_digest.PLUMBING
+
+
+def test_editing_a_task_module_changes_that_tasks_jobs_only(package):
+    before = digests(TASK_JOBS)
+    module = package / "tasks" / "parity_scratchpad.py"
+    original = module.read_text()
+    edit_code(module)
+    assert {task for _, task, _ in changed(before, digests(TASK_JOBS))} == {"parity_scratchpad"}
+    module.write_text(original)
+    # a task module importing another (the scratchpad version of sparse parity) depends on both
+    edit_code(package / "tasks" / "sparse_parity.py")
+    assert {task for _, task, _ in changed(before, digests(TASK_JOBS))} == {"sparse_parity",
+                                                                          "sparse_parity_scratchpad"}
+
+
+def test_a_scheme_module_reruns_the_jobs_of_the_schemes_using_it(package):
+    """A scheme's own module enters only its jobs' digests; a module whose encoding or transform
+    other schemes reuse (rope.py: rope_pose and coupled_rope use its encoding) enters theirs too."""
+    names = ("alibi", "rope", "rope_pose", "coupled_rope", "abs_shift")
+    jobs = [(stage, "sparse_parity", scheme) for stage in ("train", "evaluate") for scheme in names]
+    before = digests(jobs)
+    edit_code(package / "schemes" / "alibi.py")
+    assert changed(before, digests(jobs)) == {job for job in jobs if job[2] == "alibi"}
+    before = digests(jobs)
+    edit_code(package / "schemes" / "rope.py")
+    assert changed(before, digests(jobs)) == {job for job in jobs if job[2] in ("rope", "rope_pose", "coupled_rope")}
+
+
+def test_digests_differ_by_stage_and_name_bad_input():
+    assert len({stage_digest(stage, "sparse_parity") for stage in ("data", "train", "evaluate", "figures")}) == 4
+    with pytest.raises(KeyError, match="unknown stage 'trian'"):
+        stage_digest("trian")
+    with pytest.raises(KeyError, match="unknown task 'parity'"):
+        stage_digest("data", "parity")
+    with pytest.raises(ValueError, match="figures stage's digest needs the task"):
+        stage_digest("figures")
+
+
+def test_a_file_that_does_not_parse_is_named(package):
+    (package / "model.py").write_text("def broken(:\n")
+    with pytest.raises(SyntaxError, match=r"model\.py:1: cannot parse"):
+        stage_digest("train")
