@@ -51,7 +51,7 @@ def frame(rng: np.random.Generator, depth: np.ndarray, n: np.ndarray) -> pl.Data
 
 
 def generate_train(params: dict, seed: int) -> pl.DataFrame:
-    n_min, n_max = layout.length_range(NAME, params)
+    n_min, n_max = layout.length_range(params, prefix=f"{NAME}: ")
     rng = np.random.default_rng(seed)
     n = rng.integers(n_min, n_max + 1, size=params["n_samples"])
     return frame(rng, 1 + (rng.random(len(n)) * n).astype(np.int64), n)
