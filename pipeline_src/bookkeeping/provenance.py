@@ -31,9 +31,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 # (the digest is a Snakemake param); provenance and CLI plumbing are deliberately not listed.
 STAGE_SOURCES = {
     "data": ["storage/canonical.py", "storage/datasets.py", "tasks"],
-    "train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py", "training/train.py",
-              "tasks"],
-    "evaluate": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+    "train": ["model.py", "model_config.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+              "training/train.py", "tasks"],
+    "evaluate": ["model.py", "model_config.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
                  "evaluation/decoding.py", "evaluation/evaluate.py", "evaluation/accuracy_schema.py",
                  "evaluation/stats.py", "tasks"],
     "figures": ["figures", "evaluation/accuracy_schema.py", "evaluation/stats.py"],
@@ -41,10 +41,11 @@ STAGE_SOURCES = {
     # (the same trainer, fed by lm.py); loss by position and influential tokens; their figures
     "language_data": ["storage/canonical.py", "storage/datasets.py", "language/corpus.py", "language/tokenizer.py",
                       "language/analysis.py"],
-    "language_train": ["model.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
+    "language_train": ["model.py", "model_config.py", "schemes", "training/batches.py", "checkpoints.py", "device.py",
                        "training/train.py", "language/lm.py", "language/tokenizer.py", "storage/datasets.py"],
-    "language_eval": ["model.py", "schemes", "checkpoints.py", "device.py", "language/lm.py", "language/tokenizer.py",
-                      "storage/datasets.py", "language/influence.py", "language/analysis.py", "language/schemas.py"],
+    "language_eval": ["model.py", "model_config.py", "schemes", "checkpoints.py", "device.py", "language/lm.py",
+                      "language/tokenizer.py", "storage/datasets.py", "language/influence.py", "language/analysis.py",
+                      "language/schemas.py"],
     "language_figures": ["figures", "language/influence.py", "language/schemas.py"],
 }
 # The task modules each task's results depend on (besides the modules in ``tasks/`` that no task

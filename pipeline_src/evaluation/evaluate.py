@@ -159,18 +159,20 @@ def _pad(matrix: torch.Tensor, width: int) -> torch.Tensor:
 
 def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None:
     """Raise ValueError unless the cell's prompts share one length and no ID is beyond the model's
-    learned table or position head (never clamped). ``rows``: each sample's row in the file."""
+    :attr:`~pipeline_src.model_config.ModelConfig.position_limit` (its learned table or position
+    head; never clamped). ``rows``: each sample's row in the file."""
     prompt_lengths = table.prompt_lengths.unique().tolist()
     if len(prompt_lengths) != 1:
         raise ValueError(f"{where}: prompts of different lengths {prompt_lengths} in one cell")
-    if not model.encoding.learned_table and not model.cfg.position_head:
+    limit = model.cfg.position_limit
+    if limit is None:
         return
     real = torch.arange(table.tokens.shape[1])[None, :] < table.lengths[:, None]
-    beyond = (table.positions >= model.cfg.max_positions) & real
+    beyond = (table.positions >= limit) & real
     if beyond.any():
         index, column = (int(i) for i in beyond.nonzero()[0])
         raise ValueError(f"{where}, row {rows[index]}: position ID {int(table.positions[index, column])} >= "
-                         f"model max_positions={model.cfg.max_positions}; train with a larger max_positions")
+                         f"model max_positions={limit}; train with a larger max_positions")
 
 
 def _accuracy_frame(rows: list[tuple], key_columns: tuple[str, ...], description: dict) -> pl.DataFrame:
