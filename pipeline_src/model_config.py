@@ -24,7 +24,8 @@ class ModelConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Hyper-parameters of :class:`Decoder`; validated on construction."""
+    """Hyper-parameters of :class:`pipeline_src.model.Decoder`; validated on construction (a broken
+    rule is a :class:`ModelConfigError`)."""
 
     vocab_size: int
     d_model: int = 128

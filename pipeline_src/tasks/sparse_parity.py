@@ -51,7 +51,8 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
 
 def check_k_train(k_train: int, l_max: int, l_max_field: str = "l_max") -> None:
     """K_train <= l_max: every training sample has k <= l <= l_max. ``check_section`` calls it on the
-    config (``l_max_field`` "data.l_max"), :func:`generate_train` on its params; the ValueError names them."""
+    config (``l_max_field`` "data.l_max"), :func:`generate_train` on its params; the ValueError names
+    them."""
     if k_train > l_max:
         raise ValueError(f"k_train value {k_train} exceeds {l_max_field}={l_max}: no sample can have k <= l")
 
