@@ -18,7 +18,6 @@ single-position forward instead of a forward over the whole sequence.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,70 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .schemes import ENCODINGS, get_encoding
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Hyper-parameters of :class:`Decoder`; validated on construction."""
-
-    vocab_size: int
-    d_model: int = 128
-    n_layer: int = 4
-    n_head: int = 4
-    d_mlp: int | None = None  # None -> 4 * d_model
-    position_encoding: str = "rope"
-    rotary_pct: float = 1.0
-    rotary_base: float = 10000.0
-    max_positions: int = 1024
-    parallel_residual: bool = True
-    layer_norm_eps: float = 1e-5
-    position_head: bool = False
-
-    def __post_init__(self) -> None:
-        require = self.require
-        for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_positions"):
-            value = getattr(self, name)
-            require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name, "must be a positive int")
-        require(self.d_mlp is None or (isinstance(self.d_mlp, int) and self.d_mlp > 0), "d_mlp", "must be None or a positive int")
-        require(self.d_model % self.n_head == 0, "d_model", f"must be divisible by n_head={self.n_head}")
-        require(self.position_encoding in ENCODINGS, "position_encoding", f"must be one of {sorted(ENCODINGS)}")
-        require(0.0 < self.rotary_pct <= 1.0, "rotary_pct", "must lie in (0, 1]")
-        require(self.rotary_base > 0, "rotary_base", "must be positive")
-        get_encoding(self.position_encoding).check(self)
-        require(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
-        require(isinstance(self.parallel_residual, bool), "parallel_residual", "must be a bool")
-        require(isinstance(self.position_head, bool), "position_head", "must be a bool")
-
-    def require(self, ok: bool, field: str, why: str) -> None:
-        """Raise ValueError naming ``field`` and its value unless ``ok``."""
-        if not ok:
-            raise ValueError(f"ModelConfig.{field}={getattr(self, field)!r}: {why}")
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_head
-
-    @property
-    def mlp_dim(self) -> int:
-        """Hidden width of the MLP (``d_mlp``, defaulting to ``4 * d_model``)."""
-        return self.d_mlp if self.d_mlp is not None else 4 * self.d_model
-
-    @property
-    def rotary_dim(self) -> int:
-        """Number of leading dims of each head that rotate, rounded down to even."""
-        return int(self.head_dim * self.rotary_pct) // 2 * 2
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in d:
-            if key not in known:
-                raise ValueError(f"unknown ModelConfig field {key!r}")
-        return cls(**d)
+from .model_config import ModelConfig
+from .schemes import get_encoding
 
 
 @dataclass
@@ -233,15 +170,17 @@ class Decoder(nn.Module):
             nn.init.zeros_(module.bias)
 
     def _check_positions(self, position_ids: torch.Tensor) -> None:
-        """Reject ids the encoding cannot represent (never clamp silently)."""
+        """Reject ids the model cannot represent (see :attr:`ModelConfig.position_limit`; never clamp
+        silently)."""
         if not self.encoding.reads_positions or position_ids.numel() == 0:
             return
         lo, hi = int(position_ids.min()), int(position_ids.max())
         if lo < 0:
             raise ValueError(f"position id {lo} is negative; position ids must be >= 0")
-        if self.pos_embed is not None and hi >= self.cfg.max_positions:
-            raise ValueError(f"position id {hi} >= max_positions {self.cfg.max_positions} "
-                             "of the absolute position table; raise max_positions in ModelConfig")
+        limit = self.cfg.position_limit
+        if limit is not None and hi >= limit:
+            raise ValueError(f"position id {hi} >= max_positions {limit} of the model's position table "
+                             "or head; raise max_positions in ModelConfig")
 
     @staticmethod
     def _build_mask(attention_mask: torch.Tensor) -> torch.Tensor:

@@ -96,9 +96,9 @@ def test_decoder_attends_with_the_bias(n_head):
 def test_no_table_and_no_rotation():
     scheme = get_scheme("alibi")
     assert scheme.encoding.name == "alibi" and scheme.train_transform is identity_ids
-    assert not scheme.coupled and not scheme.predicts_positions and not scheme.bounded_by_max_positions
+    assert not scheme.coupled and not scheme.predicts_positions
     model = make_model()
-    assert model.pos_embed is None
+    assert model.pos_embed is None and model.cfg.position_limit is None
     assert model.encoding.rotation(model.cfg, torch.arange(4)[None]) is None
     torch.manual_seed(0)
     nope = Decoder(ModelConfig(**{**model.cfg.to_dict(), "position_encoding": "none"}))

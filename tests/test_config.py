@@ -87,10 +87,31 @@ def test_target_length_covers_the_evaluation_ids_of_each_scheme():
     ({"parity_scratchpad": {"model": {"max_positions": 50}}}, "parity_scratchpad.model.max_positions=50"),
     ({"parity_scratchpad": {"positions": {"target_length": 12}}}, "parity_scratchpad.positions.target_length=12"),
     ({"sparse_parity_scratchpad": {"k_train": [30]}}, "sparse_parity_scratchpad.k_train value 30"),
+    ({"sparse_parity": {"data": {"l_min": 60}}}, "sparse_parity.data.l_min=60 exceeds l_max="),
+    ({"addition": {"data": {"n_min": 30}}}, "addition.data.n_min=30 exceeds n_max="),
+    ({"parity_scratchpad": {"model": {"n_head": 3}}}, "parity_scratchpad.model.d_model="),
+    ({"parity_scratchpad": {"model": {"rotary_pct": 0.01}}}, "parity_scratchpad.model.rotary_pct=0.01"),
 ])
 def test_inconsistent_configs_name_the_field(changes, message):
     with pytest.raises(jobs.ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         jobs.check(edited(**changes))
+
+
+@pytest.mark.parametrize("model, message", [
+    ({"n_head": 3}, "model.d_model=64: must be divisible by n_head=3"),
+    ({"max_positions": 50}, "model.max_positions=50 must be >= positions.target_length="),
+])
+def test_a_hand_run_spec_breaks_the_rule_the_config_check_reports(model, message):
+    """The config check and the training job state each model rule once (model_config.model_config):
+    the config error is the spec's, prefixed by the task."""
+    from pipeline_src.model_config import model_config
+
+    config = edited(parity_scratchpad={"model": model})
+    spec = jobs.train_spec(config, "parity_scratchpad", "scratchpad", "coupled", 0)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model_config(spec, len(get_task("parity_scratchpad").vocab))
+    with pytest.raises(jobs.ConfigError, match=re.escape(f"parity_scratchpad.{message}")):
+        jobs.check(config)
 
 
 def test_tasks_need_their_section():

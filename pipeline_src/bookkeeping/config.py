@@ -21,7 +21,9 @@ import re
 from pathlib import Path
 
 from ..language import config as language_config
+from ..model_config import model_config
 from ..schemes import get_scheme
+from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
 
 
@@ -235,9 +237,6 @@ def _check_path_names(config: dict, task: str) -> None:
 
 def _check_task(config: dict, task: str) -> None:
     section, layout = config[task], get_task(task).layout
-    model = section["model"]
-    if model["d_model"] % model["n_head"]:
-        raise ConfigError(f"{task}.model.d_model={model['d_model']} is not divisible by n_head={model['n_head']}")
     if not layout.by_k_train:
         for variant in section["runs"]:
             if variant not in layout.variants:
@@ -252,15 +251,23 @@ def _check_task(config: dict, task: str) -> None:
 
 
 def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None:
-    section = config[task]
-    target = target_length(config, task, scheme, variant)
+    """The rules a training job checks of its spec and data, checked here on the config's longest
+    samples: training IDs below the target length (:func:`check_below_target`), the model config
+    (:func:`model_config`: d_model divisible by n_head, the encoding's needs, the target length
+    within the position table), and the evaluation IDs within it (as the evaluation checks them)."""
+    spec = train_spec(config, task, variant, scheme, seed=0)
+    target = spec["positions"]["target_length"]
     train_id = _largest_train_id(config, task, scheme, variant)
-    if target <= train_id:
+    try:
+        check_below_target(train_id, target)
+    except ValueError:
         raise ConfigError(f"{task}.positions.target_length={target} is not above the largest training "
-                          f"position ID ({train_id}) of scheme {scheme}")
-    s = get_scheme(scheme)
-    table = section["model"]["max_positions"]
-    needed = max(target, _largest_eval_id(config, task, scheme, variant) + 1)
-    if s.bounded_by_max_positions and needed > table:
-        raise ConfigError(f"{task}.model.max_positions={table} is too small for scheme {scheme}: its position "
-                          f"IDs reach {needed - 1} (evaluation lengths / positions.target_length)")
+                          f"position ID ({train_id}) of scheme {scheme}") from None
+    try:
+        limit = model_config(spec, len(get_task(task).vocab)).position_limit
+    except ValueError as err:
+        raise ConfigError(f"{task}.{err}") from None
+    eval_id = _largest_eval_id(config, task, scheme, variant)
+    if limit is not None and eval_id >= limit:
+        raise ConfigError(f"{task}.model.max_positions={limit} is too small for scheme {scheme}: its position "
+                          f"IDs reach {eval_id} (evaluation lengths)")

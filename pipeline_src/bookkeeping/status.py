@@ -237,8 +237,8 @@ def longest_train_length(config: dict, task: str) -> int:
 
 
 def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float] | None, tuple[int, float] | None]:
-    """The cell's metric and its mean accuracy (over k_test where the task has it) at the longest
-    evaluated length within the training lengths, and at the longest evaluated length."""
+    """The cell's metric and its mean accuracy (over the task's cell columns but length, e.g. k_test)
+    at the longest evaluated length within the training lengths, and at the longest evaluated length."""
     import polars as pl
 
     metric = headline_metric(cell["task"], cell["variant"])

@@ -1,19 +1,28 @@
 """pandera schema of an evaluation result of one trained model, in long format: one row per
 (cell, metric) with the count of correct samples, the accuracy and its 95% Wilson interval.
 
-``k`` is null for tasks whose cells have no k_test (only a length); ``k_train`` is null for runs
-trained without one. ``metric`` is ``exact_match`` (the whole response), ``answer`` (the answer
-token) or ``position_match`` (predicted position IDs, only for schemes that predict them).
+A cell is keyed by its task's ``cell_columns``. Every table has ``k`` and ``length``: ``k`` is null
+for tasks whose cells have no k_test. A task's other cell columns (e.g. ``depth`` of a task keyed by
+(depth, length)) follow ``length``, in the task's order, each Int32 and never null: the schema of a
+task's tables is :func:`accuracy_schema` of its cell columns (:class:`AccuracySchema` itself for
+the tasks keyed by k and length only), and :func:`read` checks a file against the schema of the task
+it names. ``k_train`` is null for runs trained without one. ``metric`` is ``exact_match`` (the
+whole response), ``answer`` (the answer token) or ``position_match`` (predicted position IDs, only
+for schemes that predict them).
 ``correct``, ``accuracy`` and the interval are null, all four together, where the model's training
 diverged (nothing to decode).
 
 (No ``from __future__ import annotations`` here: pandera evaluates the field annotations.)
 """
 
+import functools
+from pathlib import Path
+
 import pandera.polars as pa
 import polars as pl
 
 METRICS = ("exact_match", "answer", "position_match")
+KEY_COLUMNS = ("k", "length")  # the cell columns every table has
 
 
 class AccuracySchema(pa.DataFrameModel):
@@ -43,3 +52,55 @@ class AccuracySchema(pa.DataFrameModel):
     def unscored_rows_are_null_throughout(cls, data) -> pl.LazyFrame:
         scored = [pl.col(name).is_null() for name in ("correct", "accuracy", "ci_low", "ci_high")]
         return data.lazyframe.select(pl.all_horizontal(scored) | ~pl.any_horizontal(scored))
+
+
+COLUMNS = tuple(AccuracySchema.to_schema().columns)
+
+
+def extra_cell_columns(cell_columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The cell columns of a task beyond ``k`` and ``length``, in the task's order."""
+    return tuple(column for column in cell_columns if column not in KEY_COLUMNS)
+
+
+def table_cell_columns(cell_columns: tuple[str, ...]) -> tuple[str, ...]:
+    """The key columns of the tables of a task keyed by ``cell_columns``, in table order."""
+    return (*KEY_COLUMNS, *extra_cell_columns(cell_columns))
+
+
+@functools.cache
+def accuracy_schema(cell_columns: tuple[str, ...]) -> type[AccuracySchema]:
+    """The schema of the tables of a task keyed by ``cell_columns``: :class:`AccuracySchema` plus an
+    Int32 column per extra cell column. A cell column that names another column of the table is an
+    error."""
+    extra = extra_cell_columns(cell_columns)
+    clash = [column for column in extra if column in COLUMNS]
+    if clash:
+        raise ValueError(f"cell columns {clash} name columns every accuracy table has; rename them")
+    if not extra:
+        return AccuracySchema
+    namespace = {"__annotations__": dict.fromkeys(extra, pl.Int32), "__module__": __name__,
+                 **{column: pa.Field() for column in extra}}
+    return type(f"AccuracySchema_{'_'.join(extra)}", (AccuracySchema,), namespace)
+
+
+def read(path: str | Path) -> pl.DataFrame:
+    """The accuracy table at ``path``, checked against the schema of the task it names (a file naming
+    no registered task, or tasks keyed differently, is a DataError naming it)."""
+    from ..storage import datasets
+    from ..tasks import TASKS
+
+    frame = datasets.load(path)
+    names = frame["task"].unique().sort().to_list() if "task" in frame.columns else []
+    unknown = [name for name in names if name not in TASKS]
+    if unknown:
+        raise datasets.DataError(f"{path}: names task {unknown[0]!r}, not one of {sorted(TASKS)}")
+    keys = {extra_cell_columns(TASKS[name].cell_columns) for name in names}
+    if len(keys) > 1:
+        raise datasets.DataError(f"{path}: holds tasks {names} keyed by different cell columns")
+    return datasets.validate(frame, accuracy_schema(KEY_COLUMNS + (keys.pop() if keys else ())), path)
+
+
+def cell_columns(frame: pl.DataFrame) -> list[str]:
+    """The cell columns of accuracy rows ``frame`` (of one task or several): ``k``, ``length``, then
+    the columns of its tasks beyond those every table has."""
+    return [*KEY_COLUMNS, *(column for column in frame.columns if column not in COLUMNS)]

@@ -1,7 +1,7 @@
 """Length-sweep evaluation of one trained model: per-cell metrics with a 95% Wilson interval.
 
 The model is always the last checkpoint of training. Each cell of the evaluation grid (the task's
-``cell_columns``: (k, length) or length) is decoded greedily with a KV cache in chunks of
+``cell_columns``, e.g. (k, length) or length) is decoded greedily with a KV cache in chunks of
 ``batch_size`` samples. All prompts of a cell have the same length, so prompts are unpadded;
 responses may differ in length (variable assignment: the chain depth varies), so a chunk decodes
 as many tokens as its longest response and stops early once every row has emitted ``<eos>``.
@@ -19,10 +19,10 @@ length R (a generation that stopped early counts its missing tokens as wrong):
 * ``answer``: the generated token at R + ``task.answer_index`` equals the answer token;
 * ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
 
-Results are written in long format, one row per (cell, metric): see :mod:`.accuracy_schema`. A
-model whose training diverged (see :mod:`pipeline_src.training.train`) is not decoded: its table has every
-row of the grid with ``n`` samples and no ``correct``, ``accuracy`` or interval (null), so figures
-name the cell and leave it out of the means.
+Results are written in long format, one row per (cell, metric), keyed by the task's cell columns:
+see :mod:`.accuracy_schema`. A model whose training diverged (see :mod:`pipeline_src.training.train`)
+is not decoded: its table has every row of the grid with ``n`` samples and no ``correct``,
+``accuracy`` or interval (null), so figures name the cell and leave it out of the means.
 
 Decoding runs on the device of ``spec["device"]`` (see :mod:`pipeline_src.device`), in bf16
 autocast on CUDA when ``spec["precision"]`` (the task's ``train.precision``) is ``bf16``; on the
@@ -41,7 +41,7 @@ import polars as pl
 import torch
 
 from ..storage import datasets
-from .accuracy_schema import METRICS, AccuracySchema
+from .accuracy_schema import METRICS, accuracy_schema, table_cell_columns
 from ..training.batches import SequenceTable
 from ..checkpoints import load_model, read_description
 from .decoding import greedy_decode
@@ -68,7 +68,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     model = None if diverged else load_model(model_dir)[0].to(device)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
     frame = datasets.read(eval_data, task.schema).with_row_index("row")
-    columns = list(task.cell_columns)
+    columns, table_columns = list(task.cell_columns), table_cell_columns(task.cell_columns)
     cells = sorted(frame.partition_by(columns, as_dict=True, maintain_order=True).items())
     results = []
     if diverged:
@@ -88,14 +88,15 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
                                 device=device, precision=spec.get("precision", "fp32"))
             summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
             say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
-        results += [(keys.get("k"), keys["length"], metric, len(cell), correct) for metric, correct in counts.items()]
-    result = _accuracy_frame(results, description)
+        key_values = tuple(keys.get(column) for column in table_columns)
+        results += [(*key_values, metric, len(cell), correct) for metric, correct in counts.items()]
+    result = _accuracy_frame(results, table_columns, description)
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
                           task=description["task"], scheme=description["scheme"])
     record["device"] = describe_device(device)
-    datasets.write(result, out_path, AccuracySchema, record)
+    datasets.write(result, out_path, accuracy_schema(task.cell_columns), record)
     return result
 
 
@@ -158,31 +159,34 @@ def _pad(matrix: torch.Tensor, width: int) -> torch.Tensor:
 
 def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None:
     """Raise ValueError unless the cell's prompts share one length and no ID is beyond the model's
-    learned table or position head (never clamped). ``rows``: each sample's row in the file."""
+    :attr:`~pipeline_src.model_config.ModelConfig.position_limit` (its learned table or position
+    head; never clamped). ``rows``: each sample's row in the file."""
     prompt_lengths = table.prompt_lengths.unique().tolist()
     if len(prompt_lengths) != 1:
         raise ValueError(f"{where}: prompts of different lengths {prompt_lengths} in one cell")
-    if not model.encoding.learned_table and not model.cfg.position_head:
+    limit = model.cfg.position_limit
+    if limit is None:
         return
     real = torch.arange(table.tokens.shape[1])[None, :] < table.lengths[:, None]
-    beyond = (table.positions >= model.cfg.max_positions) & real
+    beyond = (table.positions >= limit) & real
     if beyond.any():
         index, column = (int(i) for i in beyond.nonzero()[0])
         raise ValueError(f"{where}, row {rows[index]}: position ID {int(table.positions[index, column])} >= "
-                         f"model max_positions={model.cfg.max_positions}; train with a larger max_positions")
+                         f"model max_positions={limit}; train with a larger max_positions")
 
 
-def _accuracy_frame(rows: list[tuple], description: dict) -> pl.DataFrame:
-    """The table of ``rows`` (k, length, metric, n, correct); ``correct`` None (a diverged model)
-    leaves the accuracy and its interval null."""
-    frame = pl.DataFrame(rows, schema={"k": pl.Int32, "length": pl.Int32, "metric": pl.String, "n": pl.Int64,
+def _accuracy_frame(rows: list[tuple], key_columns: tuple[str, ...], description: dict) -> pl.DataFrame:
+    """The table of ``rows`` (the values of ``key_columns``, then metric, n, correct); ``correct`` None
+    (a diverged model) leaves the accuracy and its interval null."""
+    frame = pl.DataFrame(rows, schema={**dict.fromkeys(key_columns, pl.Int32), "metric": pl.String, "n": pl.Int64,
                                        "correct": pl.Int64}, orient="row")
     scored = frame["correct"].is_not_null().to_numpy()
     low, high = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
     low[scored], high[scored] = wilson_interval(frame["correct"].to_numpy()[scored], frame["n"].to_numpy()[scored])
+    run = {"task": pl.lit(description["task"]), "variant": pl.lit(description["variant"]),
+           "scheme": pl.lit(description["scheme"]), "k_train": pl.lit(description["k_train"], dtype=pl.Int32),
+           "seed": pl.lit(description["seed"], dtype=pl.Int64)}
     return frame.select(
-        task=pl.lit(description["task"]), variant=pl.lit(description["variant"]),
-        scheme=pl.lit(description["scheme"]), k_train=pl.lit(description["k_train"], dtype=pl.Int32),
-        seed=pl.lit(description["seed"], dtype=pl.Int64), k="k", length="length", metric="metric", n="n",
-        correct="correct", accuracy=pl.col("correct") / pl.col("n"),
+        *(value.alias(name) for name, value in run.items()), *key_columns, "metric", "n", "correct",
+        accuracy=pl.col("correct") / pl.col("n"),
         ci_low=pl.Series(low, nan_to_null=True), ci_high=pl.Series(high, nan_to_null=True))

@@ -1,5 +1,6 @@
-"""Accuracy tables for reading results without opening a figure: one row per training run
-(variant, scheme, and k_test where the task has one), one column per evaluation length, each entry
+"""Accuracy tables for reading results without opening a figure: one row per training run and cell
+(variant, scheme, and the task's cell columns beyond length: k_test for sparse parity, none for the
+others), one column per evaluation length, each entry
 the mean accuracy over seeds of one metric. Printed as Markdown. A run whose training diverged has
 no accuracy: it takes no part in the means, and ``seeds`` counts only the seeds that have one.
 """
@@ -10,16 +11,18 @@ from pathlib import Path
 
 import polars as pl
 
-from ..storage import datasets
-from .accuracy_schema import AccuracySchema
+from . import accuracy_schema
 
 
 def accuracy_table(paths: list[Path], metric: str) -> pl.DataFrame:
-    """Mean over seeds of ``metric`` per (task, variant, scheme, k_train, k) and length, wide."""
-    frame = pl.concat([datasets.read(p, AccuracySchema) for p in paths]).filter(pl.col("metric") == metric)
+    """Mean over seeds of ``metric`` per (task, variant, scheme, k_train, cell columns but length) and
+    length, wide; key columns null throughout (``k_train`` and ``k`` where no task has them) are left out."""
+    frame = pl.concat([accuracy_schema.read(p) for p in paths], how="diagonal")
+    frame = frame.filter(pl.col("metric") == metric)
     if frame.is_empty():
         raise ValueError(f"no rows with metric {metric!r} in the {len(paths)} given files")
-    keys = ["task", "variant", "scheme", "k_train", "k"]
+    cells = [column for column in accuracy_schema.cell_columns(frame) if column != "length"]
+    keys = ["task", "variant", "scheme", "k_train", *cells]
     means = (frame.group_by([*keys, "length"])
              .agg(mean=pl.col("accuracy").mean(), seeds=pl.col("accuracy").count())
              .sort("length"))

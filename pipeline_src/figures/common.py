@@ -11,8 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from ..storage import datasets  # noqa: E402
-from ..evaluation.accuracy_schema import AccuracySchema  # noqa: E402
+from ..evaluation import accuracy_schema  # noqa: E402
 from ..bookkeeping.provenance import attach, build_record  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
@@ -20,8 +19,9 @@ _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": N
 
 
 def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
-    """The evaluation results of ``paths`` in one frame; only ``metric``'s rows if given."""
-    frame = pl.concat([datasets.read(p, AccuracySchema) for p in paths])
+    """The evaluation results of ``paths`` in one frame (each checked against its task's schema; a cell
+    column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
+    frame = pl.concat([accuracy_schema.read(p) for p in paths], how="diagonal")
     return frame if metric is None else frame.filter(pl.col("metric") == metric)
 
 

@@ -9,16 +9,20 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import polars as pl
 
+from ..evaluation import accuracy_schema
 from ..schemes import SCHEMES
 from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 
 
-def summarize(frame: pl.DataFrame, metric: str, extra_keys: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Mean over seeds of ``metric`` per (variant, scheme, *extra_keys, length)."""
+def summarize(frame: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """Mean over seeds of ``metric`` per (variant, scheme, cell): the cell columns of ``frame``, length
+    last (``k`` is null throughout for a task keyed by length alone). A task keyed by more than length
+    draws one panel per value of its other cell columns (as ``sparse_parity_scratchpad`` does per k)."""
     part = frame.filter(pl.col("metric") == metric)
-    return mean_over_seeds(part, ["variant", "scheme", *extra_keys, "length"])
+    cells = [column for column in accuracy_schema.cell_columns(frame) if column != "length"]
+    return mean_over_seeds(part, ["variant", "scheme", *cells, "length"])
 
 
 def runs_of(spec: dict) -> list[tuple[str, str]]:

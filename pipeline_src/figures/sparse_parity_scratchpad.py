@@ -18,7 +18,7 @@ from .common import note_diverged, read_accuracy, save_figure
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "sparse_parity_scratchpad") -> None:
     frame = read_accuracy(inputs)
-    summary = lines.summarize(frame, "answer", extra_keys=("k",))
+    summary = lines.summarize(frame, "answer")
     runs = lines.runs_of(spec)
     variants = list(spec["runs"])
     k_tests = sorted(set(summary["k"]))

@@ -19,6 +19,8 @@ uses and nothing more, so editing a value reruns exactly the jobs that use it.
 
 from __future__ import annotations
 
+from ..model_config import model_config
+
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
 SCHEMES = {MAIN: "rope", SHORT_ROPE: "rope", SHORT_POSE: "rope_pose"}
@@ -173,10 +175,12 @@ def check(config: dict) -> None:
     if LANGUAGE not in config:
         raise LanguageConfigError("tasks lists 'language' but the config has no language section")
     section = _section(config)
-    model, corpus = section["model"], section["corpus"]
-    if model["d_model"] % model["n_head"]:
-        raise LanguageConfigError(f"language.model.d_model={model['d_model']} is not divisible by "
-                                  f"n_head={model['n_head']}")
+    corpus = section["corpus"]
+    for model in models(config):  # a tokenizer.json's own size is known once read; no rule depends on it
+        try:
+            model_config(train_spec(config, model), section["tokenizer"]["vocab_size"])
+        except ValueError as err:
+            raise LanguageConfigError(f"language.{err}") from None
     if corpus["source"] == "default" and corpus["path"] is not None:
         raise LanguageConfigError("language.corpus.path must be null for source 'default' (the corpus ships "
                                   "with the gensim package)")

@@ -9,7 +9,7 @@ from .scheme import Encoding, Scheme, identity_ids
 if TYPE_CHECKING:
     from torch import nn
 
-    from ..model import ModelConfig
+    from ..model_config import ModelConfig
 
 
 class LearnedTable(Encoding):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import abs as absolute
-from .draws import uniform_up_to
+from .draws import offset_budget, uniform_up_to
 from .scheme import Scheme
 
 if TYPE_CHECKING:
@@ -17,12 +17,8 @@ def shift_ids(base: torch.Tensor, lengths: torch.Tensor, target_length: int, gen
               **options) -> torch.Tensor:
     """Add one random offset r per row, uniform over the offsets that keep every real ID below
     ``target_length``."""
-    import torch
-
     last = base.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
-    budget = target_length - 1 - last
-    if torch.any(budget < 0):
-        raise ValueError(f"a training sequence is longer than the shift target length {target_length}")
+    budget = offset_budget(last, target_length)
     return base + uniform_up_to(budget, generator)[:, None]
 
 

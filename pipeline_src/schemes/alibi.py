@@ -16,7 +16,7 @@ from .scheme import Encoding, Scheme, identity_ids
 if TYPE_CHECKING:
     import torch
 
-    from ..model import ModelConfig
+    from ..model_config import ModelConfig
 
 
 def alibi_slopes(n_head: int) -> list[float]:

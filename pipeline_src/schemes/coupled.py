@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import abs as absolute
-from .draws import uniform_up_to
+from .draws import offset_budget, uniform_up_to
 from .scheme import Scheme
 
 if TYPE_CHECKING:
@@ -26,9 +26,7 @@ def offset_ids(base: torch.Tensor, lengths: torch.Tensor, target_length: int, ge
     width = base.shape[1]
     real = torch.arange(width)[None, :] < lengths[:, None]
     largest = base.masked_fill(~real, 0).amax(dim=1)
-    budget = target_length - 1 - largest
-    if torch.any(budget < 0):
-        raise ValueError(f"a training sequence has a coupled ID >= the target length {target_length}")
+    budget = offset_budget(largest, target_length)
     shift = uniform_up_to(budget, generator)[:, None].expand(-1, width).clone()
     shift[:, 0] = 0
     return base + shift

@@ -15,7 +15,7 @@ from .scheme import Encoding, Scheme, identity_ids
 if TYPE_CHECKING:
     import torch
 
-    from ..model import ModelConfig
+    from ..model_config import ModelConfig
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:

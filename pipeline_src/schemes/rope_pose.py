@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import rope
-from .draws import uniform_up_to
+from .draws import offset_budget, uniform_up_to
 from .scheme import Scheme
 
 if TYPE_CHECKING:
@@ -25,9 +25,8 @@ def pose_ids(base: torch.Tensor, lengths: torch.Tensor, target_length: int, pose
     import torch
 
     batch, width = base.shape
-    budget = target_length - 1 - base.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
-    if torch.any(budget < 0):
-        raise ValueError(f"a training sequence is longer than the PoSE target length {target_length}")
+    last = base.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
+    budget = offset_budget(last, target_length)
     # chunk boundaries: pose_chunks-1 sorted cut points in [1, length-1] per row
     cut_high = (lengths - 2).clamp(min=0)[:, None].expand(batch, pose_chunks - 1)
     cuts = (1 + uniform_up_to(cut_high.contiguous(), generator)).sort(dim=1).values

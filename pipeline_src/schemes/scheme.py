@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from ..model import ModelConfig
+    from ..model_config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,15 @@ class Encoding:
 Transform = Callable[..., "torch.Tensor"]
 
 
+def check_below_target(largest_id: int, target_length: int) -> None:
+    """Every training ID is below ``target_length``: raise ValueError if ``largest_id`` (the largest
+    ID of a training sequence before a transform adds its offsets) is not. The transforms that
+    draw offsets up to the target length check each batch with it; the config check checks the
+    longest training sample of the config with it."""
+    if largest_id >= target_length:
+        raise ValueError(f"a training sequence has a position ID {largest_id} >= the target length {target_length}")
+
+
 def identity_ids(base: torch.Tensor, lengths: torch.Tensor, **options) -> torch.Tensor:
     """Train on the base IDs unchanged."""
     return base
@@ -99,11 +108,6 @@ class Scheme:
     def eval_ids(self, base: torch.Tensor) -> torch.Tensor:
         """Evaluation-time IDs of the prompt (and, for coupled schemes, the oracle IDs of the response)."""
         return base
-
-    @property
-    def bounded_by_max_positions(self) -> bool:
-        """Whether its IDs index a table of ``max_positions`` rows (a learned table or a position head)."""
-        return self.encoding.learned_table or self.predicts_positions
 
     @property
     def code_modules(self) -> tuple[str, ...]:

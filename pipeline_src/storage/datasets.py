@@ -51,12 +51,16 @@ def write(frame: pl.DataFrame, path: str | Path, schema: type[pa.DataFrameModel]
 
 def read(path: str | Path, schema: type[pa.DataFrameModel]) -> pl.DataFrame:
     """Read a Parquet file written by :func:`write` and check it against ``schema``."""
+    return validate(load(path), schema, path)
+
+
+def load(path: str | Path) -> pl.DataFrame:
+    """Read a Parquet file, unchecked (see :func:`read`); a missing or unreadable file is a DataError."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such dataset file")
     try:
-        frame = pl.read_parquet(path)
+        return pl.read_parquet(path)
     except Exception as err:  # polars raises several types for unreadable files
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
-    return validate(frame, schema, path)
 

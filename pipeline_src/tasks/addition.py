@@ -93,7 +93,7 @@ def train_lengths(data: dict) -> tuple[int, int]:
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_min, n_max, n_samples}; n ~ Unif{n_min..n_max}, then both
     operands uniform over n-digit strings (leading zeros allowed)."""
-    n_min, n_max = layout.length_range("addition", params)
+    n_min, n_max = layout.length_range(params, prefix="addition: ")
     rng = np.random.default_rng([seed])
     return _frame(rng, rng.integers(n_min, n_max + 1, size=int(params["n_samples"])))
 
@@ -115,7 +115,7 @@ def generate_eval(params: dict, seed: int):
 
 
 def check_section(section: dict) -> None:
-    layout.length_range("data", section["data"])
+    layout.length_range(section["data"], prefix="data.")
 
 
 def schema():

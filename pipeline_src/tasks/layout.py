@@ -48,11 +48,16 @@ def length_cells(params: dict) -> list[tuple[int]]:
     return [(n,) for n in lengths]
 
 
-def length_range(task: str, params: dict) -> tuple[int, int]:
-    """The training range (n_min, n_max) of ``params``, checked: 1 <= n_min <= n_max."""
-    n_min, n_max = int(params["n_min"]), int(params["n_max"])
-    if n_min < 1 or n_min > n_max:
-        raise ValueError(f"{task} needs 1 <= n_min <= n_max; got n_min={n_min}, n_max={n_max}")
+def length_range(params: dict, low: str = "n_min", high: str = "n_max", *, prefix: str = "") -> tuple[int, int]:
+    """The training range (``params[low]``, ``params[high]``) of a task's length measure, checked:
+    1 <= low <= high. A task's ``check_section`` calls it on its config section's ``data`` block
+    (``prefix`` "data.", so the error names the config field), its training generator on its params
+    (``prefix`` naming the task); the ValueError names the field."""
+    n_min, n_max = int(params[low]), int(params[high])
+    if n_min < 1:
+        raise ValueError(f"{prefix}{low}={n_min} must be >= 1")
+    if n_min > n_max:
+        raise ValueError(f"{prefix}{low}={n_min} exceeds {high}={n_max}")
     return n_min, n_max
 
 

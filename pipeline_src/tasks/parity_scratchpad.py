@@ -92,7 +92,7 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_min, n_max, scratchpad, n_samples}; n ~ Unif{n_min..n_max}."""
-    n_min, n_max = layout.length_range("parity_scratchpad", params)
+    n_min, n_max = layout.length_range(params, prefix="parity_scratchpad: ")
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
     return _frame(rng, n, params)
@@ -153,9 +153,7 @@ def train_lengths(data: dict) -> tuple[int, int]:
 
 
 def check_section(section: dict) -> None:
-    data = section["data"]
-    if data["n_min"] > data["n_max"]:
-        raise ValueError(f"data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
+    layout.length_range(section["data"], prefix="data.")
 
 
 TASK = Task(

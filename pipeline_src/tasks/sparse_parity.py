@@ -49,12 +49,17 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
             "answer": answer}
 
 
-def train_k_l(rng: np.random.Generator, n: int, k_train: int, l_min: int, l_max: int):
-    """The training law: k ~ Unif{1..K_train}, then l ~ Unif{max(k, l_min)..l_max}."""
-    if l_min > l_max:
-        raise ValueError(f"l_min={l_min} exceeds l_max={l_max}")
+def check_k_train(k_train: int, l_max: int, l_max_field: str = "l_max") -> None:
+    """K_train <= l_max: every training sample has k <= l <= l_max. ``check_section`` calls it on the
+    config (``l_max_field`` "data.l_max"), :func:`generate_train` on its params; the ValueError names
+    them."""
     if k_train > l_max:
-        raise ValueError(f"K_train={k_train} exceeds l_max={l_max}: no sample can have k <= l")
+        raise ValueError(f"k_train value {k_train} exceeds {l_max_field}={l_max}: no sample can have k <= l")
+
+
+def train_k_l(rng: np.random.Generator, n: int, k_train: int, l_min: int, l_max: int):
+    """The training law: k ~ Unif{1..K_train}, then l ~ Unif{max(k, l_min)..l_max} (1 <= l_min <=
+    l_max and K_train <= l_max, as :func:`generate_train` checks)."""
     k = rng.integers(1, k_train + 1, size=n)
     low = np.maximum(k, l_min)
     l = low + (rng.random(n) * (l_max - low + 1)).astype(np.int64)
@@ -91,6 +96,8 @@ def generate_train(params: dict, seed: int, draw: Callable = sample_layout):
     """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}, drawn under
     :func:`train_k_l` from one stream seeded by (seed, k_train). ``draw`` turns (rng, k, l) into
     the common layout: :func:`sample_layout` here, the scratchpad variant's ``sample`` there."""
+    layout.length_range(params, "l_min", "l_max", prefix="sparse_parity: ")
+    check_k_train(params["k_train"], params["l_max"])
     rng = np.random.default_rng([seed, params["k_train"]])
     k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
     return _frame(draw(rng, k, l), k, l)
@@ -174,13 +181,10 @@ def train_lengths(data: dict) -> tuple[int, int]:
 
 
 def check_section(section: dict) -> None:
-    """l_min <= l_max, and every K_train <= l_max (else no sample has k <= l)."""
-    data = section["data"]
-    if data["l_min"] > data["l_max"]:
-        raise ValueError(f"data.l_min={data['l_min']} exceeds l_max={data['l_max']}")
+    """1 <= l_min <= l_max, and every K_train <= l_max (else no sample has k <= l)."""
+    l_max = layout.length_range(section["data"], "l_min", "l_max", prefix="data.")[1]
     for k in section["k_train"]:
-        if k > data["l_max"]:
-            raise ValueError(f"k_train value {k} exceeds data.l_max={data['l_max']}")
+        check_k_train(k, l_max, "data.l_max")
 
 
 LAYOUT = Layout(

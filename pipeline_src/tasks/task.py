@@ -62,7 +62,10 @@ class Figure:
 @dataclass(frozen=True)
 class Task:
     """One synthetic task. Generators are pure functions of (params, seed) returning a polars frame
-    in the common layout (:mod:`.layout`) with the task's ``cell_columns`` as keys."""
+    in the common layout (:mod:`.layout`) with the task's ``cell_columns`` as keys.
+
+    ``cell_columns`` key the evaluation cells, and so the rows of its accuracy tables; ``length``
+    (the length measure) is one of them, and any others are Int32 columns of its frames."""
 
     name: str
     summary: str  # one line: the config schema's description of the task's section
@@ -85,6 +88,10 @@ class Task:
     # with a message naming the field relative to the section (e.g. "data.n_vars=...")
     check_section: Callable[[dict], None] | None = None
     module: str = ""  # the dotted module declaring the task (set by the registry)
+
+    def __post_init__(self) -> None:
+        if "length" not in self.cell_columns:
+            raise ValueError(f"task {self.name!r}: cell_columns {self.cell_columns} must include 'length'")
 
     @property
     def schema(self):

@@ -34,14 +34,18 @@ DIGIT0 = VOCAB.id("0")
 VAR0 = VOCAB.id("v0")
 OFFSET = 1  # r at evaluation
 CELL_COLUMNS = ("length",)
+PREFIX = "variable_assignment: "  # of the generators' errors
 BLOCK = 4096  # samples drawn per block: bounds the [block, n_vars] key matrix
 
 
-def _check_vars(n_vars: int, largest_n: int) -> None:
+def check_vars(n_vars: int, largest_n: int, prefix: str = "") -> None:
+    """1 <= n_vars <= MAX_VARS, and n_vars >= ``largest_n``, the largest statement count: a sample with
+    n statements needs n distinct variables. ``check_section`` calls it on the config (``prefix``
+    "data."), the generators on their params; the ValueError names the field."""
     if not 1 <= n_vars <= MAX_VARS:
-        raise ValueError(f"variable_assignment needs 1 <= n_vars <= {MAX_VARS}; got n_vars={n_vars}")
+        raise ValueError(f"{prefix}n_vars={n_vars} must lie in 1..{MAX_VARS}")
     if n_vars < largest_n:
-        raise ValueError(f"n_vars={n_vars} is smaller than the largest statement count {largest_n}: "
+        raise ValueError(f"{prefix}n_vars={n_vars} is smaller than the largest statement count {largest_n}: "
                          f"a sample with n statements needs n distinct variables")
 
 
@@ -70,7 +74,7 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
         raise ValueError("variable_assignment needs non-empty 1-d arrays n and d of equal shape")
     if np.any(n < 1) or np.any(d < 1) or np.any(d > n):
         raise ValueError("variable_assignment needs 1 <= d <= n for every sample")
-    _check_vars(n_vars, int(n.max()))
+    check_vars(n_vars, int(n.max()), PREFIX)
     count, width = len(n), int(n.max())
     rows = np.arange(count)[:, None]
     slot = np.arange(width)[None, :]
@@ -171,9 +175,9 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_vars, n_min, n_max, d_max, scratchpad, n_samples};
     n ~ Unif{n_min..n_max}, d ~ Unif{1..min(d_max, n)}."""
-    n_min, n_max = layout.length_range("variable_assignment", params)
+    n_min, n_max = layout.length_range(params, prefix=PREFIX)
     _check_scratchpad(params)
-    _check_vars(int(params["n_vars"]), n_max)
+    check_vars(int(params["n_vars"]), n_max, PREFIX)
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
     d = depth_law(rng, n, int(params["d_max"]))
@@ -191,7 +195,7 @@ def generate_eval(params: dict, seed: int):
     cells = eval_cells(params)
     if cells:  # an empty grid is reported by eval_grid
         _check_scratchpad(params)
-        _check_vars(int(params["n_vars"]), max(n for (n,) in cells))
+        check_vars(int(params["n_vars"]), max(n for (n,) in cells), PREFIX)
 
     def draw_cell(rng: np.random.Generator, length: int):
         layout.check_eval_length("variable_assignment", length)
@@ -254,11 +258,8 @@ def train_lengths(data: dict) -> tuple[int, int]:
 def check_section(section: dict) -> None:
     """n_min <= n_max, and enough variable names for the largest statement count."""
     data = section["data"]
-    if data["n_min"] > data["n_max"]:
-        raise ValueError(f"data.n_min={data['n_min']} exceeds n_max={data['n_max']}")
-    if data["n_vars"] < max(data["n_max"], *section["eval"]["lengths"]):
-        raise ValueError(f"data.n_vars={data['n_vars']} is smaller than the largest statement count "
-                         "(data.n_max, eval.lengths)")
+    n_max = layout.length_range(data, prefix="data.")[1]
+    check_vars(data["n_vars"], max(n_max, *section["eval"]["lengths"]), "data.")
 
 
 TASK = Task(

@@ -42,7 +42,8 @@ from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
 from ..device import autocast, describe_device, resolve_device
-from ..model import Decoder, ModelConfig
+from ..model import Decoder
+from ..model_config import model_config
 from ..schemes import get_scheme
 from ..bookkeeping.provenance import attach, build_record
 from ..tasks import get_task
@@ -72,13 +73,9 @@ def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: 
 
 
 def build_model(spec: dict, vocab_size: int) -> Decoder:
-    scheme = get_scheme(spec["scheme"])
-    cfg = ModelConfig(vocab_size=vocab_size, position_encoding=scheme.encoding.name,
-                      position_head=scheme.predicts_positions, **spec["model"])
-    target = spec["positions"]["target_length"]
-    if scheme.bounded_by_max_positions and target > cfg.max_positions:
-        raise ValueError(f"model.max_positions={cfg.max_positions} must be >= positions.target_length="
-                         f"{target} for scheme {scheme.name}")
+    """The initialised decoder of ``spec`` (its config checked by :func:`model_config`, as the
+    pipeline's config check does)."""
+    cfg = model_config(spec, vocab_size)
     torch.manual_seed(spec["seed"])
     return Decoder(cfg)
 
