@@ -82,9 +82,11 @@ def test_runtime_memory_and_cpus_per_rule(dry_run):
 
 
 def test_evaluations_are_submitted_eight_per_job(listing, dry_run):
-    """The smoke config's 15 evaluations go out as 2 group jobs, not 15 submissions."""
-    assert len(dry_run["evaluate"]) == 15
-    assert listing.count("Group job evaluations") == 2
+    """The smoke config's evaluations go out eight to a group job, not one submission each."""
+    from tests.test_workflow import MODELS
+
+    assert len(dry_run["evaluate"]) == MODELS
+    assert listing.count("Group job evaluations") == -(-MODELS // 8)
 
 
 def test_unset_environment_leaves_account_and_partition_to_slurm(tmp_path):
