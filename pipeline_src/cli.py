@@ -32,6 +32,10 @@ def _spec(ctx, param, value: str) -> dict:
 SPEC = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
 RULE = click.option("--rule", default="manual", show_default=True, help="Rule name recorded in provenance.")
 THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads.")
+TOKENS = click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+                      help="The token stream (tokens.parquet of `lengthgen corpus`).")
+OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+                       help="The model's folder; a resume checkpoint found there is resumed.")
 MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
                          help="A trained model's folder (model.safetensors, model.json).")
 
@@ -78,7 +82,7 @@ def generate(spec: dict, rule: str, out: Path) -> None:
 @RULE
 @THREADS
 @click.option("--train-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@OUT_DIR
 def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path) -> None:
     """Train one cell of a synthetic task; resumes from its last checkpoint in OUT_DIR if one exists."""
     from .training.train import train as run
@@ -92,11 +96,10 @@ def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir:
 @SPEC
 @RULE
 @THREADS
-@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
-              help="The token stream (tokens.parquet of `lengthgen corpus`).")
+@TOKENS
 @click.option("--tokenizer", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
               help="The tokenizer.json of that token stream.")
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@OUT_DIR
 def lm_train(spec: dict, rule: str, threads: int | None, tokens: Path, tokenizer: Path, out_dir: Path) -> None:
     """Train a language model of the natural-language analysis on a token stream; resumes from its
     last checkpoint in OUT_DIR if one exists."""
@@ -144,7 +147,7 @@ def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None
 @RULE
 @THREADS
 @MODEL_DIR
-@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@TOKENS
 @click.option("--out-positions", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--out-targets", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens: Path, out_positions: Path,
@@ -164,7 +167,7 @@ def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens:
               help="One of our trained language models.")
 @click.option("--hf-model", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Instead: a local Hugging Face causal LM folder (needs the hf extra).")
-@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@TOKENS
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None, hf_model: Path | None,
               tokens: Path, out: Path) -> None:

@@ -61,3 +61,22 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel(ylabel)
+
+
+def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels: list[tuple[str, str, float | None]],
+                  x_label: str, title: str) -> None:
+    """A row of panels, one per ``(metric, panel title, chance level)``, each one line per run against
+    length; the legend to the right; runs whose training diverged named under the figure."""
+    from .common import note_diverged, read_accuracy, save_figure
+
+    frame = read_accuracy(inputs)
+    fig, axes = plt.subplots(1, len(panels), sharey=True, figsize=(5 * len(panels), 3.8), layout="constrained")
+    for ax, (metric, panel_title, chance) in zip(axes, panels):
+        draw(ax, summarize(frame, metric), runs_of(spec), spec, title=panel_title, chance=chance,
+             with_variant=len(spec["runs"]) > 1)
+        ax.set_xlabel(x_label)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    note_diverged(fig, frame)
+    save_figure(fig, outputs, rule, spec, inputs)

@@ -150,23 +150,11 @@ def schema():
 
 def plot(spec: dict, inputs: list, outputs: list, rule: str = "addition") -> None:
     """Exact match of the whole sum (left) and the carry out (right) against n, one line per scheme."""
-    import matplotlib.pyplot as plt
-
     from ..figures import lines
-    from ..figures.common import note_diverged, read_accuracy, save_figure
 
-    frame = read_accuracy(inputs)
-    fig, axes = plt.subplots(1, 2, sharey=True, figsize=(10, 3.8), layout="constrained")
-    for ax, (metric, title, chance) in zip(axes, [("exact_match", "whole sum (exact match)", None),
-                                                  ("answer", "carry out c_{n+1}", None)]):
-        lines.draw(ax, lines.summarize(frame, metric), lines.runs_of(spec), spec, title=title, chance=chance,
-                   with_variant=False)
-        ax.set_xlabel("operand digits n")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
-    fig.suptitle("Addition: length generalization (mean over seeds)", fontsize=10)
-    note_diverged(fig, frame)
-    save_figure(fig, outputs, rule, spec, inputs)
+    lines.metric_panels(spec, inputs, outputs, rule,
+                        panels=[("exact_match", "whole sum (exact match)", None), ("answer", "carry out c_{n+1}", None)],
+                        x_label="operand digits n", title="Addition: length generalization (mean over seeds)")
 
 
 TASK = Task(
