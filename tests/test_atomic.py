@@ -189,3 +189,17 @@ def test_a_writer_killed_half_way_leaves_no_file(tmp_path, name):
             job.wait()
     assert not (out / case.final).exists(), f"a killed writer left a half-written {case.final} in place"
     assert leftovers(out) == [f".{case.final}.partial"], "the half-written bytes are only under the hidden name"
+
+
+def test_every_artifact_of_a_training_run_has_one_file_mode(tmp_path):
+    """safetensors creates its files 0600; the model must be as readable as the other artifacts
+    (colleagues on a shared cluster read them), i.e. the mode the umask gives a new file."""
+    import os
+    import stat
+
+    from pipeline_src.storage.atomic import FILE_MODE
+
+    out = tmp_path / "run"
+    _train()(out)
+    modes = {p.name: stat.S_IMODE(os.stat(p).st_mode) for p in out.iterdir() if p.is_file()}
+    assert "model.safetensors" in modes and set(modes.values()) == {FILE_MODE}, modes

@@ -19,6 +19,16 @@ from typing import Iterator
 PARTIAL_SUFFIX = ".partial"
 
 
+def _file_mode() -> int:
+    """The mode a new file gets under this process's umask (0644 under the usual 022)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+FILE_MODE = _file_mode()  # every artifact's: some writers (safetensors) create files 0600
+
+
 def partial_path(path: str | Path) -> Path:
     """The temporary name ``path`` is written under before it is renamed into place."""
     path = Path(path)
@@ -34,6 +44,7 @@ def replacing(path: str | Path) -> Iterator[Path]:
     tmp = partial_path(path)
     try:
         yield tmp
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
