@@ -169,6 +169,7 @@ def test_report_bundles_every_figure_with_its_config_and_the_code_version(pipeli
         assert f"{figure}.png" in html
     # captions name each figure's seeds and sizes; the landing page the code version
     assert html.count("This run") == len(FIGURES) and "training steps of batch" in html
+    assert "1 layer," in html and "1 layers" not in html  # the smoke models have one layer
     assert html.count("language model seed 0 (split seed 0") == 2
     assert "uncommitted changes" in html and "git commit" in html and "torch" in html
 
