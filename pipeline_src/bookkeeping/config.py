@@ -246,8 +246,20 @@ def _check_task(config: dict, task: str) -> None:
             get_task(task).check_section(section)
         except ValueError as err:
             raise ConfigError(f"{task}.{err}") from None
+    for variant in variants(config, task):
+        _check_eval_grid(config, task, variant)
     for cell in cells(config, task):
         _check_positions(config, task, cell["scheme"], cell["variant"])
+
+
+def _check_eval_grid(config: dict, task: str, variant: str) -> None:
+    """The evaluation grid of ``variant`` has at least one cell (the task's ``eval_cells``, as its
+    generator draws them), so no evaluation job fails on an empty grid after others ran."""
+    params = eval_data_spec(config, task, variant)["params"]
+    if not get_task(task).eval_cells(params):
+        fields = ", ".join(f"eval.{name}={config[task]['eval'][name]}" for name in ("k_test", "lengths")
+                           if name in config[task]["eval"])
+        raise ConfigError(f"{task}.eval: the evaluation grid has no cell ({fields})")
 
 
 def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None:
