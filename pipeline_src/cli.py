@@ -304,6 +304,40 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
     click.echo(format_status(config_status(config, list(tasks) or None)))
 
 
+@main.command()
+@click.option("--configfile", "configfiles", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Config file merged over config/config.yaml, as with snakemake --configfile; repeat for "
+                   "several (later ones win).")
+def check(configfiles: tuple[Path, ...]) -> None:
+    """Check a run's config as the workflow merges it (config/config.yaml, then each --configfile), without
+    Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when
+    Snakemake says only that a config file is "not valid JSON or YAML"."""
+    from .bookkeeping import config as jobs
+    from .bookkeeping.status import StatusError, load_config
+
+    try:
+        config = load_config(configfiles)
+    except StatusError as err:
+        raise click.ClickException(str(err)) from None
+    models = sum(len(jobs.cells(config, task)) for task in jobs.tasks(config))
+    click.echo(f"config OK: tasks {', '.join(config['tasks'])}; {models} models to train")
+
+
+@main.command()
+@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def spec(artifact: Path) -> None:
+    """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
+    back with --spec to rerun that step by hand."""
+    from .bookkeeping.provenance import read_record
+    from .storage.canonical import canonical_json
+
+    try:
+        record = read_record(artifact)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(canonical_json(record["config"]))
+
+
 def _verify(artifact: Path) -> None:
     from .bookkeeping.verify import format_verification, verify
 

@@ -53,8 +53,8 @@ class StatusError(ValueError):
 def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
     """``base`` deep-merged with each of ``configfiles`` in order (Snakemake's ``update_config``:
     nested keys merge, lists are replaced), validated with the schema's defaults filled in, checked.
-    ``base`` may be absent when config files are given, as with Snakemake."""
-    from snakemake.common.configfile import load_configfile
+    ``base`` may be absent when config files are given, as with Snakemake. Invalid YAML is an
+    error naming the file, line and column."""
     from snakemake.utils import update_config
 
     files = [Path(f) for f in configfiles]
@@ -64,15 +64,30 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
     for path in files:
         if not path.is_file():
             raise StatusError(f"{path}: config file not found (run from the pipeline's working directory)")
-        try:
-            update_config(config, load_configfile(str(path)))
-        except Exception as err:  # noqa: BLE001 - YAML / JSON errors of any kind
-            raise StatusError(f"{path}: cannot read config: {err}") from None
+        update_config(config, _read_config_file(path))
     try:
         jobs.validate(config)
     except jobs.ConfigError as err:
         raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
     return config
+
+
+def _read_config_file(path: Path) -> dict:
+    """The mapping a YAML (or JSON) config file holds; invalid YAML names the line and column."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(part) for part in (getattr(err, "context", None), getattr(err, "problem", None)) if part)
+        raise StatusError(f"{where}: not valid YAML: {problem or err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise StatusError(f"{path}: cannot read config: {err}") from None
+    if not isinstance(data, dict):
+        raise StatusError(f"{path}: a config file holds a mapping of keys, not {type(data).__name__}")
+    return data
 
 
 # --- the jobs of one cell ---

@@ -1,0 +1,62 @@
+"""`lengthgen check` (a run's config checked without Snakemake, YAML errors with file and line) and
+`lengthgen spec` (the exact spec of the job that made an artifact, ready for --spec)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from click.testing import CliRunner
+
+from pipeline_src.cli import main
+from pipeline_src.storage.canonical import canonical_json
+from tests.conftest import REPO, write_dataset
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_check_accepts_the_shipped_configs(monkeypatch):
+    monkeypatch.chdir(REPO)
+    for name in ("smoke", "mid", "paper"):
+        done = run("check", "--configfile", f"config/{name}.yaml")
+        assert done.exit_code == 0 and done.output.startswith("config OK: tasks "), done.output
+
+
+def test_check_names_the_file_line_and_column_of_invalid_yaml(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sparse_parity:\n  schemes: [rope\n  seeds: [0]\n")
+    done = run("check", "--configfile", str(bad))
+    assert done.exit_code == 1 and f"{bad}:3:8: not valid YAML" in done.output
+    assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+def test_check_names_an_unknown_key_and_its_section_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sparse_parity:\n  trian: {steps: 3}\n")
+    done = run("check", "--configfile", str(bad))
+    assert done.exit_code == 1 and "config field sparse_parity: unknown key ('trian' was unexpected)" in done.output
+    assert len(done.output.strip().splitlines()) == 1
+
+
+def test_spec_prints_the_job_spec_to_pass_back(tmp_path):
+    params = {"k_train": 2, "l_min": 3, "l_max": 6, "n_samples": 20}
+    made = write_dataset(tmp_path / "train.parquet", "train", params, seed=4)
+    done = run("spec", str(made))
+    assert done.exit_code == 0
+    spec = {"task": "sparse_parity", "split": "train", "seed": 4, "params": params}
+    assert done.output.strip() == canonical_json(spec)
+    again = run("generate", "--spec", done.output.strip(), "--out", str(tmp_path / "again.parquet"))
+    assert again.exit_code == 0, again.output
+    assert pl.read_parquet(tmp_path / "again.parquet").equals(pl.read_parquet(made))
+    assert json.loads(done.output)["params"] == params
+
+
+def test_spec_of_a_file_without_a_record_is_one_line(tmp_path):
+    plain = tmp_path / "plain.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(plain)
+    done = run("spec", str(plain))
+    assert done.exit_code == 1 and "no provenance record" in done.output and "Traceback" not in done.output
