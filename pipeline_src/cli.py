@@ -53,9 +53,35 @@ def _model_job_errors():
         raise click.ClickException(str(err)) from None
 
 
-@click.group()
+class Commands(click.Group):
+    """The command group: a failure inside a command (a spec missing a key, a table missing a
+    column, a position beyond the model's table, an unreadable file, ...) ends it with one line
+    naming the problem and a non-zero exit status; ``lengthgen --debug COMMAND`` shows the traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001 - every other failure, named in one line
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(f"{one_line(err)} (lengthgen --debug ... shows the traceback)") from None
+
+
+def one_line(err: BaseException) -> str:
+    """``err`` as one line: its type where the message alone is unclear, its message's first line."""
+    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if isinstance(err, KeyError) and err.args:  # a lookup's own message, or a bare missing key
+        key = err.args[0]
+        return key if isinstance(key, str) and " " in key else f"missing key {key!r}"
+    return f"{type(err).__name__}: {message}" if message else type(err).__name__
+
+
+@click.group(cls=Commands)
 @click.version_option(package_name="lengthgen")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the full traceback of a failing command.")
+def main(debug: bool) -> None:
     """Length-generalization experiments (Golowich et al., ICML 2025) step by step."""
 
 

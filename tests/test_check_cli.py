@@ -60,3 +60,27 @@ def test_spec_of_a_file_without_a_record_is_one_line(tmp_path):
     pl.DataFrame({"a": [1]}).write_parquet(plain)
     done = run("spec", str(plain))
     assert done.exit_code == 1 and "no provenance record" in done.output and "Traceback" not in done.output
+
+
+def test_a_spec_missing_a_key_is_one_line_and_debug_shows_the_traceback(tmp_path):
+    spec = json.dumps({"task": "sparse_parity", "split": "train", "seed": 1})
+    done = run("generate", "--spec", spec, "--out", str(tmp_path / "x.parquet"))
+    assert done.exit_code == 1 and "missing key 'params'" in done.output
+    assert len(done.output.strip().splitlines()) == 1
+    debug = run("--debug", "generate", "--spec", spec, "--out", str(tmp_path / "x.parquet"))
+    assert isinstance(debug.exception, KeyError)  # raised, with its traceback
+
+
+def test_evaluating_a_table_with_a_renamed_column_names_the_column(tmp_path):
+    from pipeline_src.training.train import train
+    from tests.conftest import tiny_train_spec
+
+    data = write_dataset(tmp_path / "train.parquet", "train", {"k_train": 2, "l_min": 3, "l_max": 6, "n_samples": 40})
+    train(tiny_train_spec(steps=2), data, tmp_path / "model", progress=lambda line: None)
+    grid = write_dataset(tmp_path / "eval.parquet", "eval", {"k_test": [1], "lengths": [6], "n_per_cell": 4})
+    pl.read_parquet(grid).rename({"prompt_pos": "prompt_ids"}).write_parquet(tmp_path / "renamed.parquet")
+    spec = json.dumps({"batch_size": 4, "seed": 2})
+    done = run("evaluate", "--spec", spec, "--model-dir", str(tmp_path / "model"),
+               "--eval-data", str(tmp_path / "renamed.parquet"), "--out", str(tmp_path / "acc.parquet"))
+    assert done.exit_code == 1 and len(done.output.strip().splitlines()) == 1
+    assert "unknown column(s) 'prompt_ids'; missing column(s) 'prompt_pos'" in done.output

@@ -36,7 +36,14 @@ def padded(series: pl.Series, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | Path) -> pl.DataFrame:
-    """Check ``frame`` eagerly (names, dtypes and data); errors name the file and the column."""
+    """Check ``frame`` eagerly (names, dtypes and data); errors name the file and the column (an
+    unknown or missing column by name, before pandera's own message)."""
+    expected = set(schema.to_schema().columns)
+    unknown, missing = sorted(set(frame.columns) - expected), sorted(expected - set(frame.columns))
+    if unknown or missing:
+        raise DataError(f"{path}: does not match {schema.__name__}: "
+                        + "; ".join(f"{what} column(s) {', '.join(map(repr, names))}"
+                                    for what, names in (("unknown", unknown), ("missing", missing)) if names))
     try:
         return schema.validate(frame)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as err:
