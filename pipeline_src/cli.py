@@ -291,7 +291,8 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
                    "several (later ones win).")
 @click.option("--task", "tasks", multiple=True,
               help="Only these tasks (repeatable); default: every synthetic task of the config.")
-def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
+@click.option("--wide", is_flag=True, help="Notes whole, however long (default: cut to the terminal's width).")
+def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) -> None:
     """Print every experiment cell of the config (task, variant, scheme, seed) with its state and
     headline accuracy, one aligned row per cell. Run it from the pipeline's working directory.
     (The natural-language analysis is not listed.)
@@ -327,7 +328,10 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...]) -> None:
     unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
     if unknown:
         raise click.BadParameter(f"not synthetic tasks of this config: {', '.join(unknown)}", param_hint="--task")
-    click.echo(format_status(config_status(config, list(tasks) or None)))
+    import shutil
+
+    width = None if wide else shutil.get_terminal_size((120, 24)).columns
+    click.echo(format_status(config_status(config, list(tasks) or None), width))
 
 
 @main.command()

@@ -72,7 +72,7 @@ def override(name: str, body: dict) -> str:
 
 def status_rows(*configfiles: str) -> dict[int, dict[str, str]]:
     """Seed -> the row of the status table (column name -> value), and checks the last line."""
-    args = ["status"] + [arg for f in configfiles for arg in ("--configfile", f)]
+    args = ["status", "--wide"] + [arg for f in configfiles for arg in ("--configfile", f)]
     shown = CliRunner().invoke(main, args)
     assert shown.exit_code == 0, shown.output
     lines = shown.output.rstrip("\n").splitlines()
@@ -202,3 +202,14 @@ def test_task_filter(workdir):
     assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 diverged, 0 stale, 1 missing")
     shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "parity_scratchpad"])
     assert shown.exit_code != 0 and "not synthetic tasks of this config: parity_scratchpad" in shown.output
+
+
+def test_notes_are_cut_to_the_terminal_width_unless_wide(workdir):
+    more = override("steps.yaml", {"sparse_parity": {"train": {"steps": 9}}})  # a long "config changed" note
+    args = ["status", "--configfile", "config/tiny.yaml", "--configfile", more]
+    narrow = CliRunner().invoke(main, args, env={"COLUMNS": "70"})
+    assert narrow.exit_code == 0 and "--wide shows them whole" in narrow.output
+    table = narrow.output.splitlines()[:-2]
+    assert all(len(line) <= 70 for line in table) and any(line.endswith("...") for line in table)
+    wide = CliRunner().invoke(main, [*args, "--wide"], env={"COLUMNS": "70"})
+    assert "train.steps: 12 -> 9" in wide.output and "--wide" not in wide.output

@@ -277,13 +277,19 @@ def config_status(config: dict, tasks: list[str] | None = None) -> list[CellStat
     return [cell_status(config, cell, checker) for task in chosen for cell in jobs.cells(config, task)]
 
 
-def format_status(statuses: list[CellStatus]) -> str:
-    """An aligned table, one row per cell, and a count per state."""
+def format_status(statuses: list[CellStatus], width: int | None = None) -> str:
+    """An aligned table, one row per cell, and a count per state. With ``width``, each row's note is
+    cut to fit that many columns (ending in "..."), and a last line says so when any was cut."""
     header = ["task", "variant", "scheme", "seed", "state", "metric", "acc@train_max", "acc@longest", "note"]
     rows = [[s.cell["task"], s.cell["variant"], s.cell["scheme"], str(s.cell["seed"]), s.state,
              s.metric or "-", _point(s.at_train), _point(s.at_longest), s.note] for s in statuses]
     counts = ", ".join(f"{sum(s.state == state for s in statuses)} {state}" for state in STATES)
-    return "\n".join([*aligned([header, *rows]), f"{len(statuses)} cells: {counts}"])
+    lines = aligned([header, *rows])
+    cut = width is not None and any(len(line) > width for line in lines)
+    if cut:
+        lines = [line if len(line) <= width else line[:max(0, width - 3)] + "..." for line in lines]
+    return "\n".join([*lines, f"{len(statuses)} cells: {counts}",
+                      *(["(notes cut to the terminal's width: lengthgen status --wide shows them whole)"] if cut else [])])
 
 
 def unfinished_cells(results: Path = Path(paths.RESULTS)) -> dict[str, str | list[str]]:
