@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -26,12 +27,25 @@ def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
 
 
 def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Mean accuracy over seeds per ``keys`` with the seeds' min and max as the spread; ``seeds``
-    counts the seeds with an accuracy (a diverged run has none: null mean where every seed diverged)."""
-    return (frame.group_by(keys)
-            .agg(mean=pl.col("accuracy").mean(), low=pl.col("accuracy").min(), high=pl.col("accuracy").max(),
-                 seeds=pl.col("accuracy").count(), ci_low=pl.col("ci_low").mean(), ci_high=pl.col("ci_high").mean())
-            .sort(keys))
+    """Per ``keys``: ``mean`` accuracy over seeds; ``low``, ``high``: the 95% Wilson interval of the
+    seeds' pooled counts (every finished seed's samples together: the one band every figure draws,
+    whatever the number of seeds); ``seed_min``, ``seed_max``: the seeds' own extremes; ``seeds``:
+    the seeds with an accuracy (a diverged run has none, and takes no part: null where every seed
+    diverged)."""
+    from ..evaluation.stats import wilson_interval
+
+    finished = pl.col("correct").is_not_null()
+    summary = (frame.group_by(keys)
+               .agg(mean=pl.col("accuracy").mean(), seed_min=pl.col("accuracy").min(),
+                    seed_max=pl.col("accuracy").max(), seeds=pl.col("accuracy").count(),
+                    pooled_correct=pl.col("correct").filter(finished).sum(), pooled_n=pl.col("n").filter(finished).sum())
+               .sort(keys))
+    scored = (summary["pooled_n"] > 0).to_numpy()
+    low, high = np.full(len(summary), np.nan), np.full(len(summary), np.nan)
+    low[scored], high[scored] = wilson_interval(summary["pooled_correct"].to_numpy()[scored],
+                                                summary["pooled_n"].to_numpy()[scored])
+    return summary.with_columns(low=pl.Series(low, nan_to_null=True), high=pl.Series(high, nan_to_null=True)
+                                ).drop("pooled_correct", "pooled_n")
 
 
 def diverged_runs(frame: pl.DataFrame) -> list[str]:

@@ -1,8 +1,7 @@
 """Figure 1: sparse parity, accuracy against length, one panel per K_train, one line per k_test.
 
 The metric is the accuracy of the predicted last token (``answer``). Lines are the mean over
-training seeds; the band is the seeds' min-max spread (with one seed, the 95% Wilson interval of
-that run). The grey band marks the training lengths.
+training seeds; the band is the 95% Wilson interval of the seeds' pooled counts. The grey band marks the training lengths.
 """
 
 from __future__ import annotations
@@ -39,10 +38,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                 if part.is_empty():
                     continue
                 colour = colours(j / max(1, len(k_tests) - 1))
-                one_seed = part["seeds"].max() == 1
-                low, high = (part["ci_low"], part["ci_high"]) if one_seed else (part["low"], part["high"])
                 ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour, label=f"k={k}")
-                ax.fill_between(part["length"], low, high, color=colour, alpha=0.2, lw=0)
+                ax.fill_between(part["length"], part["low"], part["high"], color=colour, alpha=0.2, lw=0)
             ax.set_xscale(spec["x_scale"])
             ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
             ax.minorticks_off()
@@ -54,6 +51,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                 ax.set_ylabel("accuracy")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="k_test", fontsize=8)
-    fig.suptitle("Sparse parity: length generalization (mean over seeds, band = spread)", fontsize=10)
+    fig.suptitle("Sparse parity: length generalization (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

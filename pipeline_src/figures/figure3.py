@@ -38,6 +38,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         else:
             ax.legend(fontsize=7, loc="lower left")
         ax.set_xlabel("statements n")
-    fig.suptitle("Variable assignment: length generalization (mean over seeds, band = spread)", fontsize=10)
+    fig.suptitle("Variable assignment: length generalization (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

@@ -1,7 +1,9 @@
 """Accuracy-against-length panels with one line per training run (variant, scheme).
 
-Each line is the mean over training seeds; its band is the seeds' min-max spread (with one seed,
-the 95% Wilson interval of that run). The grey band marks the training lengths.
+Each line is the mean over training seeds; its band the 95% Wilson interval of the seeds' pooled
+counts (see :func:`.common.mean_over_seeds`). Each scheme has its colour and marker, and the runs
+of a panel are dodged a little along the length axis, so coinciding curves stay visible. The grey
+band marks the training lengths.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from ..schemes import SCHEMES
 from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
+MARKERS = "osD^v<>ph*"  # by the scheme's place in the registry
+DODGE = 0.006  # horizontal offset between neighbouring runs, as a fraction of the axis (log or linear)
 
 
 def summarize(frame: pl.DataFrame, metric: str) -> pl.DataFrame:
@@ -43,17 +47,16 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
     if chance is not None:
         ax.axhline(chance, color="0.5", lw=0.8, ls=":")
-    for i, (variant, scheme) in enumerate(runs):
-        part = summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
-        if part.is_empty():
-            continue
-        colour = palette.get(scheme, cycle(i % 10))
-        one_seed = part["seeds"].max() == 1
-        low, high = (part["ci_low"], part["ci_high"]) if one_seed else (part["low"], part["high"])
-        ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour,
-                ls=VARIANT_STYLE.get(variant, "-"), label=label(variant, scheme, with_variant=with_variant))
-        ax.fill_between(part["length"], low, high, color=colour, alpha=0.15, lw=0)
     lengths = sorted(set(summary["length"]))
+    shown = [run for run in runs if not summary.filter((pl.col("variant") == run[0]) & (pl.col("scheme") == run[1])).is_empty()]
+    for i, (variant, scheme) in enumerate(shown):
+        part = summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
+        colour = palette.get(scheme, cycle(i % 10))
+        x = _dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
+        ax.plot(x, part["mean"], marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",
+                ms=3.5, color=colour, ls=VARIANT_STYLE.get(variant, "-"),
+                label=label(variant, scheme, with_variant=with_variant))
+        ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.12, lw=0)
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
         ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
@@ -80,3 +83,14 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
     fig.suptitle(title, fontsize=10)
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)
+
+
+def _dodged(x, slot: float, lengths: list, scale: str):
+    """``x`` moved by ``slot`` dodge steps: multiplicatively on a log axis, additively on a linear one."""
+    import numpy as np
+
+    if scale == "log":
+        span = np.log10(max(lengths) / min(lengths)) if len(lengths) > 1 else 1.0
+        return x * 10 ** (slot * DODGE * span)
+    span = (max(lengths) - min(lengths)) if len(lengths) > 1 else 1.0
+    return x + slot * DODGE * span
