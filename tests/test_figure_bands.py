@@ -41,3 +41,22 @@ def test_runs_are_dodged_symmetrically_and_slightly(scale):
                            for slot in (-1, 0, 1))
     assert middle == 10.0 and left < 10.0 < right
     assert abs(right - 10.0) < 0.05 * 10.0 if scale == "log" else abs(right - 10.0) < 0.01 * (100 - 5)
+
+
+@pytest.mark.parametrize("seeds, thin", [(1, 0), (2, 2), (3, 3), (4, 0)])
+def test_few_seeds_draw_their_own_thin_curves(seeds, thin):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(seed, length, 100, 50 + seed) for seed in range(seeds) for length in (5, 10, 20)]
+    frame = pl.DataFrame(rows, schema={"seed": pl.Int64, "length": pl.Int32, "n": pl.Int64, "correct": pl.Int64},
+                         orient="row").with_columns(variant=pl.lit("scratchpad"), scheme=pl.lit("ppc"), k=pl.lit(None, pl.Int32),
+                                                    accuracy=pl.col("correct") / pl.col("n"))
+    summary = mean_over_seeds(frame, ["variant", "scheme", "length"])
+    _, ax = plt.subplots()
+    lines.draw(ax, summary, [("scratchpad", "ppc")], {"train_lengths": [5, 10], "x_scale": "linear"}, title="t",
+               per_seed=frame)
+    assert len(ax.lines) == 1 + thin  # the mean, and each seed's own curve when there are few
+    plt.close("all")

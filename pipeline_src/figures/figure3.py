@@ -30,7 +30,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     fig, axes = plt.subplots(1, len(PANELS), sharey=True, figsize=(13, 3.6), layout="constrained")
     for ax, (title, metric, runs) in zip(axes, PANELS):
         summary = lines.summarize(frame, metric)
-        lines.draw(ax, summary, runs, spec, title=title, with_variant=False)
+        lines.draw(ax, summary, runs, spec, title=title, with_variant=False,
+                   per_seed=frame.filter(pl.col("metric") == metric))
         present = summary.filter(pl.struct("variant", "scheme").is_in(
             [{"variant": v, "scheme": s} for v, s in runs]))
         if present.is_empty():

@@ -17,6 +17,7 @@ from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 MARKERS = "osD^v<>ph*"  # by the scheme's place in the registry
+THIN_SEEDS = 3  # up to this many seeds, each seed's curve is drawn too
 DODGE = 0.006  # horizontal offset between neighbouring runs, as a fraction of the axis (log or linear)
 
 
@@ -40,8 +41,10 @@ def label(variant: str, scheme: str, *, with_variant: bool) -> str:
 
 def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, title: str,
          ylabel: str = "accuracy", chance: float | None = None, with_variant: bool = True,
-         colours: dict | None = None) -> None:
-    """One line per run of ``runs`` found in ``summary``; runs without results are left out."""
+         colours: dict | None = None, per_seed: pl.DataFrame | None = None) -> None:
+    """One line per run of ``runs`` found in ``summary``; runs without results are left out. With
+    ``per_seed`` (the accuracy rows ``summary`` was made from), a run of 2 to ``THIN_SEEDS`` seeds
+    also shows each seed's own curve, thin."""
     palette = colours or {name: scheme.colour for name, scheme in SCHEMES.items() if scheme.colour}
     cycle = plt.get_cmap("tab10")
     ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
@@ -57,6 +60,12 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
                 ms=3.5, color=colour, ls=VARIANT_STYLE.get(variant, "-"),
                 label=label(variant, scheme, with_variant=with_variant))
         ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.12, lw=0)
+        if per_seed is not None and 1 < part["seeds"].max() <= THIN_SEEDS:
+            run = per_seed.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
+                                  & pl.col("accuracy").is_not_null())
+            for (_,), seed in run.sort("length").group_by(["seed"], maintain_order=True):
+                ax.plot(_dodged(seed["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"]),
+                        seed["accuracy"], color=colour, lw=0.6, alpha=0.5, ls=VARIANT_STYLE.get(variant, "-"))
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
         ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
@@ -76,7 +85,7 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
     fig, axes = plt.subplots(1, len(panels), sharey=True, figsize=(5 * len(panels), 3.8), layout="constrained")
     for ax, (metric, panel_title, chance) in zip(axes, panels):
         draw(ax, summarize(frame, metric), runs_of(spec), spec, title=panel_title, chance=chance,
-             with_variant=len(spec["runs"]) > 1)
+             with_variant=len(spec["runs"]) > 1, per_seed=frame.filter(pl.col("metric") == metric))
         ax.set_xlabel(x_label)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
