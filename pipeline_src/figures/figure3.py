@@ -37,7 +37,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         if present.is_empty():
             ax.text(0.5, 0.5, "not in this config", ha="center", va="center", transform=ax.transAxes)
         else:
-            ax.legend(fontsize=7, loc="lower left")
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # off the data
         ax.set_xlabel("statements n")
     fig.suptitle("Variable assignment: length generalization (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
     note_diverged(fig, frame)
