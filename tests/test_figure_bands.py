@@ -60,3 +60,10 @@ def test_few_seeds_draw_their_own_thin_curves(seeds, thin):
                per_seed=frame)
     assert len(ax.lines) == 1 + thin  # the mean, and each seed's own curve when there are few
     plt.close("all")
+
+
+@pytest.mark.parametrize("panels, columns", [(2, 2), (3, 3), (4, 4), (5, 5), (9, 3), (8, 4), (7, 4), (10, 5)])
+def test_figure4_grid_leaves_the_fewest_panels_empty(panels, columns):
+    from pipeline_src.figures.figure4 import grid_columns
+
+    assert grid_columns(panels) == columns

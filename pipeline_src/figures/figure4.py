@@ -21,6 +21,13 @@ from ..language import influence
 from .common import save_figure
 
 
+def grid_columns(panels: int) -> int:
+    """Columns (3 to 5, fewer for fewer panels) of the grid that leaves the fewest cells empty."""
+    if panels <= 3:
+        return panels
+    return min(range(3, 6), key=lambda columns: (math.ceil(panels / columns) * columns - panels, -columns))
+
+
 def read_influence(path: Path, spec: dict):
     cfg = influence.InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
     return datasets.read(path, influence.influence_schema(cfg))
@@ -36,12 +43,12 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     y = short - long
     xs = short[:, None] - sparse
     low = float(min(y.min(), xs.min(), 0.0))
-    high = float(max(y.max(), xs.max(), 0.1))
-    pad = 0.05 * (high - low)
+    high = float(max(y.max(), xs.max()))
+    pad = 0.05 * (high - low) or 0.01  # axes fitted to the data (with a margin)
     limits = (low - pad, high + pad)
 
     panels = k_max + 1
-    columns = min(4, panels)
+    columns = grid_columns(panels)
     rows = math.ceil(panels / columns)
     fig, axes = plt.subplots(rows, columns, squeeze=False, figsize=(3.0 * columns, 2.9 * rows), layout="constrained")
     flat = axes.ravel()
@@ -57,8 +64,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         ax.set_xlim(limits)
         ax.set_ylim(limits)
         ax.set_title(f"k = {k}", fontsize=9)
-        ax.set_xlabel("L_short - L_short,sparse(k)", fontsize=8)
-        ax.set_ylabel("L_short - L_long", fontsize=8)
+        ax.set_xlabel("L_short - L_short,sparse(k) (nats)", fontsize=8)
+        ax.set_ylabel("L_short - L_long (nats)", fontsize=8)
 
     summary = influence.recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"])
     ax = flat[k_max]
