@@ -87,15 +87,16 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "langu
                   marker="o", ms=2.5, label=f"{name} ({part['scheme'][0]}, trained at {part['train_context'][0]})")
     for value, style, text in ((spec["short_context"], ":", "L"), (spec["context"], "--", "Lbar")):
         left.axvline(value, color="0.4", lw=0.8, ls=style)
-        left.text(value, 1.0, f" {text}", transform=left.get_xaxis_transform(), fontsize=8, va="top")
+        left.text(value, 1.0, text, transform=left.get_xaxis_transform(), fontsize=8, ha="center",
+                  va="bottom")  # above the axes, off the data
     if spec["target_length"] != spec["context"]:
         left.axvline(spec["target_length"], color="tab:blue", lw=0.8, ls="-.")
     left.set_xlabel("position ID of the last token read")
     left.set_ylabel("held-out next-token loss (nats)")
     left.set_title(f"Loss by position ({by_position['windows'][0]} held-out windows; bold: "
                    f"mean over {max(1, by_position['position'].n_unique() // POSITION_BINS)} positions)",
-                   fontsize=9)
-    left.legend(fontsize=7, loc="best")
+                   fontsize=9, pad=14)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # off the data
 
     table = pose_gain_by_tokens_needed(targets, analysed, spec)
     k_max = spec["k_max"]
@@ -111,12 +112,12 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "langu
         right.errorbar([needed], [median], yerr=[[median - low], [high - median]], marker="s", ms=5,
                        capsize=4, color="black")
         right.text(needed, 1.0, f"n={len(values)}", transform=right.get_xaxis_transform(), ha="center",
-                   va="top", fontsize=7)
+                   va="bottom", fontsize=7)
     right.set_xticks(range(1, k_max + 2), [*map(str, range(1, k_max + 1)), f">{k_max}"])
     right.set_xlim(0.5, k_max + 1.5)
     right.set_xlabel(f"influential tokens needed to recover {spec['recover_fraction']:.0%} of the gain")
-    right.set_ylabel("L_long(short_rope) - L_long(short_pose)")
+    right.set_ylabel("L_long(short_rope) - L_long(short_pose) (nats)")
     right.set_title(f"Gain from PoSE at context {spec['context']} ({table.height} targets with gain > "
-                    f"{spec['gain_threshold']:g})", fontsize=9)
+                    f"{spec['gain_threshold']:g})", fontsize=9, pad=14)
     fig.suptitle("RoPE vs RoPE + PoSE trained at the short context", fontsize=10)
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")
