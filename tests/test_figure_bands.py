@@ -37,7 +37,7 @@ def test_every_seed_diverged_leaves_no_band():
 @pytest.mark.parametrize("scale", ["log", "linear"])
 def test_runs_are_dodged_symmetrically_and_slightly(scale):
     lengths = [5, 10, 100]
-    left, middle, right = (lines._dodged(__import__("numpy").array([10.0]), slot, lengths, scale)[0]
+    left, middle, right = (lines.dodged(__import__("numpy").array([10.0]), slot, lengths, scale)[0]
                            for slot in (-1, 0, 1))
     assert middle == 10.0 and left < 10.0 < right
     assert abs(right - 10.0) < 0.05 * 10.0 if scale == "log" else abs(right - 10.0) < 0.01 * (100 - 5)

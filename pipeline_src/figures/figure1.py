@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from . import lines
 from .common import note_diverged, mean_over_seeds, read_accuracy, save_figure
 
 
@@ -38,8 +39,10 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                 if part.is_empty():
                     continue
                 colour = colours(j / max(1, len(k_tests) - 1))
-                ax.plot(part["length"], part["mean"], marker="o", ms=3, color=colour, label=f"k={k}")
-                ax.fill_between(part["length"], part["low"], part["high"], color=colour, alpha=0.2, lw=0)
+                x = lines.dodged(part["length"].to_numpy(), j - (len(k_tests) - 1) / 2, lengths, spec["x_scale"])
+                ax.plot(x, part["mean"], marker=lines.MARKERS[j % len(lines.MARKERS)], ms=3.5, color=colour,
+                        label=f"k={k}")
+                ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.2, lw=0)
             ax.set_xscale(spec["x_scale"])
             ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
             ax.minorticks_off()

@@ -55,7 +55,7 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     for i, (variant, scheme) in enumerate(shown):
         part = summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
         colour = palette.get(scheme, cycle(i % 10))
-        x = _dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
+        x = dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
         ax.plot(x, part["mean"], marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",
                 ms=3.5, color=colour, ls=VARIANT_STYLE.get(variant, "-"),
                 label=label(variant, scheme, with_variant=with_variant))
@@ -64,7 +64,7 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
             run = per_seed.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
                                   & pl.col("accuracy").is_not_null())
             for (_,), seed in run.sort("length").group_by(["seed"], maintain_order=True):
-                ax.plot(_dodged(seed["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"]),
+                ax.plot(dodged(seed["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"]),
                         seed["accuracy"], color=colour, lw=0.6, alpha=0.5, ls=VARIANT_STYLE.get(variant, "-"))
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
@@ -94,7 +94,7 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
     save_figure(fig, outputs, rule, spec, inputs)
 
 
-def _dodged(x, slot: float, lengths: list, scale: str):
+def dodged(x, slot: float, lengths: list, scale: str):
     """``x`` moved by ``slot`` dodge steps: multiplicatively on a log axis, additively on a linear one."""
     import numpy as np
 
