@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 TIME_COLUMNS = {"seconds"}
-TIME_KEYS = {"seconds", "train_seconds", "steps_per_second", "device", "wall_seconds"}
+TIME_KEYS = {"seconds", "train_seconds", "steps_per_second", "wall_seconds"}
 SKIPPED_DIRS = {"logs", "benchmarks", "figures"}
 
 

@@ -48,26 +48,19 @@ def _defaults_schema(defs: dict) -> dict:
     """The ``defaults`` block: any part of a task section that every task shares (the fields of
     ``$defs.k_task`` but the variant fields, the task-specific ``data`` and ``eval`` fields), none
     required; each field's schema and description are the task sections' own."""
+    from ..tasks.task import SHARED_DATA_FIELDS
+
     shared = defs["k_task"]["properties"]
-    data_fields = ("n_train", "seed")
-    eval_fields = ("n_per_cell", "seed", "batch_size")
     return {
         "description": "Merged under every task section (a section lists only what differs).",
         "type": "object", "additionalProperties": False,
         "properties": {
             "seeds": shared["seeds"],
-            "data": _partial({"type": "object", "additionalProperties": False, "properties": {
-                name: schema for name, schema in _any_task_data().items() if name in data_fields}}),
-            "eval": _partial(_only(shared["eval"], eval_fields)),
+            "data": {"type": "object", "additionalProperties": False, "properties": SHARED_DATA_FIELDS},
+            "eval": _partial(_only(shared["eval"], ("n_per_cell", "seed", "batch_size"))),
             **{name: _partial(defs[name]) for name in ("model", "train", "positions", "figure")},
         },
     }
-
-
-def _any_task_data() -> dict:
-    from ..tasks import TASKS
-
-    return next(iter(TASKS.values())).layout.data_schema["properties"]
 
 
 def _only(schema: dict, fields: tuple[str, ...]) -> dict:

@@ -51,9 +51,10 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     if chance is not None:
         ax.axhline(chance, color="0.5", lw=0.8, ls=":")
     lengths = sorted(set(summary["length"]))
-    shown = [run for run in runs if not summary.filter((pl.col("variant") == run[0]) & (pl.col("scheme") == run[1])).is_empty()]
-    for i, (variant, scheme) in enumerate(shown):
-        part = summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
+    parts = [(variant, scheme, summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)))
+             for variant, scheme in runs]
+    shown = [run for run in parts if not run[2].is_empty()]
+    for i, (variant, scheme, part) in enumerate(shown):
         colour = palette.get(scheme, cycle(i % 10))
         x = dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
         ax.plot(x, part["mean"], marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",

@@ -106,12 +106,17 @@ def _schema(make_schema: Callable):
     return make_schema()
 
 
+# The fields of every task's ``data`` block (the config's ``defaults`` may hold them too).
+SHARED_DATA_FIELDS = {
+    "n_train": {"type": "integer", "minimum": 1, "description": "Training samples per variant."},
+    "seed": {"type": "integer", "minimum": 0, "description": "Seed of the training sets."},
+}
+
+
 def data_schema(**fields: dict) -> dict:
     """The JSON schema of a task's ``data`` block: ``fields`` (name -> JSON schema, each with a
-    description) plus the two every task has, ``n_train`` and ``seed``; all required."""
-    properties = {**fields,
-                  "n_train": {"type": "integer", "minimum": 1, "description": "Training samples per variant."},
-                  "seed": {"type": "integer", "minimum": 0, "description": "Seed of the training sets."}}
+    description) plus :data:`SHARED_DATA_FIELDS`; all required."""
+    properties = {**fields, **SHARED_DATA_FIELDS}
     return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
 
 
