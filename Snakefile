@@ -12,6 +12,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/landing.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"

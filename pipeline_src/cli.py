@@ -228,10 +228,16 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 @RULE
 @click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Output file (.png or .pdf); repeat for several formats.")
+@click.option("--caption", "caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
+              help="Also write the figure's caption to OUT: the description TEMPLATE (workflow/report/<figure>.rst) "
+                   "and the run's facts, from the figure's provenance record.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: tuple[Path, ...]) -> None:
+def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
+         inputs: tuple[Path, ...]) -> None:
     """Draw FIGURE from evaluation results INPUTS (language figures: influence and language-model
     evaluation tables)."""
+    if caption and not caption[0].is_file():
+        raise click.BadParameter(f"{caption[0]}: no such caption template", param_hint="--caption")
     if figure in FIGURE_TASKS and spec.get("task") != FIGURE_TASKS[figure]:
         raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASKS[figure]!r}, but the spec is for "
                                  f"task {spec.get('task')!r}", param_hint="--spec")
@@ -242,6 +248,10 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], inputs: 
     else:
         draw = importlib.import_module(f".figures.{figure}", __package__).plot
     draw(spec, list(inputs), list(outputs), rule=rule)
+    if caption:
+        from .figures.caption import write_caption
+
+        write_caption(caption[0], outputs[0], caption[1])
 
 
 @main.command()

@@ -161,17 +161,46 @@ def test_lint_is_clean(pipeline):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_report_bundles_every_figure_with_its_config_and_the_code_version(pipeline):
+def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline):
+    """The report as a person sees it (rendered by a headless browser): a landing page with labelled
+    entries for the code version, libraries and unfinished cells, every figure made with this
+    config; captions stating what each figure was made with."""
+    from pipeline_src.bookkeeping.provenance import code_version
+    from tests.browser import rendered_text
+
     done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
     assert "workflow specific profile profiles/default" in done.stdout + done.stderr  # applied by itself
-    html = (pipeline / "report.html").read_text()
+    page = rendered_text(pipeline / "report.html")
+    landing = page.split("Code and libraries", 1)[1]
+    assert f"git commit: {code_version()['git_commit']}" in landing
+    assert re.search(r"uncommitted changes: (yes|no) ", landing)
+    assert re.search(r"library versions: python 3\.[\d.]+; torch \S+; numpy", landing)
     for figure in FIGURES:
-        assert f"{figure}.png" in html
-    # captions name each figure's seeds and sizes; the landing page the code version
-    assert html.count("This run") == len(FIGURES) and "training steps of batch" in html
-    assert "1 layer," in html and "1 layers" not in html  # the smoke models have one layer
-    assert html.count("language model seed 0 (split seed 0") == 2
-    assert "uncommitted changes" in html and "git commit" in html and "torch" in html
+        assert f"{figure}: made with this config" in landing
+    assert "cells whose training diverged: none jobs that failed (their log, no output): none" in landing
+    assert "figures under results/figures 7" in landing  # the numbers under the text
+    for heading in ("whole", "encoding", "errors"):  # what a string in --report-metadata renders as
+        assert f" {heading} " not in landing
+    raw = (pipeline / "report.html").read_text()  # the captions, shown one figure at a time
+    assert raw.count("This run") == len(FIGURES) and "training steps of batch" in raw
+    assert "1 layer," in raw and "1 layers" not in raw  # the smoke models have one layer
+
+
+def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_caption(pipeline):
+    """A report made with a config other than the figures': the landing page names the figure and
+    the values that differ; the captions still state what the figures were made with."""
+    from tests.browser import rendered_text
+
+    other = write_override(pipeline, "more_samples.yaml", {"parity_scratchpad": {"eval": {"n_per_cell": 11}}})
+    snakemake(pipeline, "--report", "other.html", "--configfile", "config/smoke.yaml", other)
+    page = rendered_text(pipeline / "other.html")
+    assert ("figure2: made with another config than this report's" in page
+            and "eval_data params.n_per_cell: 10 in the figure, 11 in this config" in page), page[:3000]
+    assert "figure3: made with this config" in page
+    caption = (pipeline / "results" / "figures" / "figure2.caption.rst").read_text()
+    assert "10 evaluation samples per cell" in " ".join(caption.split())
+    raw = (pipeline / "other.html").read_text()
+    assert "11 evaluation samples" not in raw
 
 
 TINY_TRAIN = {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2, "checkpoint_every": 2}
@@ -199,6 +228,7 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     on its landing page."""
     from pipeline_src.bookkeeping import config as jobs
     from pipeline_src.storage.canonical import config_hash
+    from tests.browser import rendered_text
     from tests.test_config import DEFAULT, merged
 
     workdir = copy_workflow(tmp_path)
@@ -225,10 +255,13 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     assert f"jobs that failed (their log, no output):\n  results/logs/train/{cell}/seed1.log" in warning
 
     made = snakemake(workdir, "--report", "report.html", "figure2", "--configfile", *overrides)
-    html = (workdir / "report.html").read_text()
-    assert "figure2.png" in html and "figure1.png" not in html, made.stderr
-    assert "parity_scratchpad/rope_pose/scratchpad/seed0: training diverged at step" in html
-    assert f"results/logs/train/{cell}/seed1.log" in html
+    assert "Adding figure2.png" in made.stderr and "Adding figure1.png" not in made.stderr, made.stderr
+    page = rendered_text(workdir / "report.html")
+    assert "figure1: not made yet (no results/figures/figure1.png)" in page
+    assert "cells whose training diverged: parity_scratchpad/rope_pose/direct/seed0: training diverged at step" in page
+    assert "parity_scratchpad/rope_pose/scratchpad/seed0: training diverged at step" in page
+    assert f"jobs that failed (their log, no output): results/logs/train/{cell}/seed1.log" in page
+    assert "cells whose training diverged 2 jobs that failed (their log, no output) 1" in page
 
 
 @pytest.mark.parametrize("body, field", [

@@ -108,6 +108,11 @@ def figure_files(name="{figure}") -> list[str]:
     return [figure(name, fmt) for fmt in FIGURE_FORMATS]
 
 
+def figure_caption(name="{figure}") -> str:
+    """A figure's caption, written by the figure's job from its provenance record (the report's)."""
+    return f"{RESULTS}/{figure_job(name)}.caption.rst"
+
+
 def sidecar(path: str) -> str:
     """The provenance sidecar of an artifact (``<artifact>.prov.json``)."""
     return str(sidecar_path(path))

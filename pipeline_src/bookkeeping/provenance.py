@@ -59,14 +59,13 @@ def library_versions() -> dict:
     return versions
 
 
-def report_metadata() -> dict[str, str]:
-    """The landing page of ``snakemake --report`` (workflow/report/metadata.yaml): the git commit
-    and dirty flag of this checkout, the package version and every library version."""
-    code = code_version()
-    dirty = {True: "yes (uncommitted changes)", False: "no", None: "unknown"}[code["git_dirty"]]
-    meta = {"git commit": code["git_commit"], "uncommitted changes": dirty, "lengthgen": code["package_version"]}
-    meta.update({name: version or "not installed" for name, version in library_versions().items()})
-    return meta
+def flat_fields(value: dict, prefix: str = "") -> dict:
+    """A nested config as ``{"a.b": value}`` (an empty dict is a value)."""
+    flat = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        flat.update(flat_fields(item, name + ".") if isinstance(item, dict) and item else {name: item})
+    return flat
 
 
 def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
@@ -149,6 +148,41 @@ def trace(path: str | Path, _seen: dict | None = None) -> dict:
             node["upstream"][role] = trace(item["path"], seen)
     seen[key] = node
     return node
+
+
+def upstream_values(inputs: list[str | Path]) -> dict[str, dict[str, list]]:
+    """What ``inputs`` were made from, as a figure records it (``made_with``): per rule of their
+    provenance chains (theirs included), each config field's distinct values over the rule's
+    artifacts (``"model.d_model": [64]``), and the git commits and dirty flags of the code that made
+    them (``"code.git_commit"``, ``"code.git_dirty"``). Artifacts without a record add nothing."""
+    found: dict[str, dict[str, list]] = {}
+    visited: set[str] = set()
+
+    def walk(node: dict) -> None:
+        if node["path"] in visited or "record" not in node:
+            return
+        visited.add(node["path"])
+        record = node["record"]
+        code = {key: record.get("code", {}).get(key) for key in ("git_commit", "git_dirty")}
+        fields = found.setdefault(record.get("rule", "unknown"), {})
+        for key, value in flat_fields({**record.get("config", {}), "code": code}).items():
+            values = fields.setdefault(key, [])
+            if value not in values:
+                values.append(value)
+        for sub in node["upstream"].values():
+            walk(sub)
+
+    chains: dict = {}
+    for path in inputs:
+        walk(trace(path, chains))
+    return {rule: {key: sorted(values, key=_order) for key, values in sorted(fields.items())}
+            for rule, fields in sorted(found.items())}
+
+
+def _order(value) -> tuple:
+    """Numbers by value before anything else, the rest by canonical JSON."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (0, value, "") if number else (1, 0, canonical_json(value))
 
 
 def format_trace(node: dict, with_config: bool = False) -> str:

@@ -37,7 +37,7 @@ from . import paths
 from ..storage.canonical import config_hash
 from ..tasks import get_task
 from .code_digest import stage_digest
-from .provenance import read_record
+from .provenance import flat_fields, read_record
 
 BASE_CONFIG = Path("config/config.yaml")
 STATES = ("done", "diverged", "stale", "missing")
@@ -95,11 +95,13 @@ def _read_config_file(path: Path) -> dict:
 
 @dataclass(frozen=True)
 class Job:
-    """One job of a cell's chain: its outputs (the first one's record is read), the config subset it
-    would run with, its stage and code digest (as the workflow's code param), and the upstream
-    artifacts it reads (record input role -> path)."""
+    """One job of a cell's chain: its name in notes, its rule (as its records name it), its outputs
+    (the first one's record is read), the config subset it would run with, its stage and code
+    digest (as the workflow's code param), and the upstream artifacts it reads (record input role
+    -> path)."""
 
     name: str
+    rule: str
     outputs: tuple[str, ...]
     spec: dict
     stage: str
@@ -119,12 +121,12 @@ def cell_jobs(config: dict, cell: dict) -> list[Job]:
     model = paths.train_outputs(**cell)
     data_code = stage_digest("data", task)
     return [
-        Job("train data", (train_data,), jobs.train_data_spec(config, task, variant), "data", data_code),
-        Job("eval data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data", data_code),
-        Job("train", tuple(model.values()),
+        Job("train data", "train_data", (train_data,), jobs.train_data_spec(config, task, variant), "data", data_code),
+        Job("eval data", "eval_data", (eval_data,), jobs.eval_data_spec(config, task, variant), "data", data_code),
+        Job("train", "train", tuple(model.values()),
             jobs.train_spec(config, task, variant, scheme, cell["seed"]), "train",
             stage_digest("train", task, scheme), {"train_data": train_data}),
-        Job("evaluate", (paths.accuracy(**cell),), jobs.eval_spec(config, task),
+        Job("evaluate", "evaluate", (paths.accuracy(**cell),), jobs.eval_spec(config, task),
             "evaluate", stage_digest("evaluate", task, scheme), {"model": model["model"], "eval_data": eval_data}),
     ]
 
@@ -168,7 +170,7 @@ class Checker:
             return [f"{job.name}: {job.artifact}: {record}"]
         found = []
         if record.get("config_hash") != config_hash(job.spec):
-            found.append(f"{job.name} config changed ({_diff(record.get('config', {}), job.spec)})")
+            found.append(f"{job.name} config changed ({diff_fields(record.get('config', {}), job.spec)})")
         if record.get("code", {}).get("stage_digest") != job.code:
             found.append(f"{job.name} code changed ({job.stage} sources)")
         for role, path in job.inputs.items():
@@ -180,21 +182,13 @@ class Checker:
         return found
 
 
-def _diff(recorded: dict, expected: dict, limit: int = 3) -> str:
+def diff_fields(recorded: dict, expected: dict, limit: int = 3) -> str:
     """The first ``limit`` differing fields as ``a.b: old -> new``."""
-    old, new = _flatten(recorded), _flatten(expected)
+    old, new = flat_fields(recorded), flat_fields(expected)
     keys = sorted(key for key in old.keys() | new.keys() if old.get(key, "unset") != new.get(key, "unset"))
     shown = [f"{key}: {old.get(key, 'unset')} -> {new.get(key, 'unset')}" for key in keys[:limit]]
     more = f", {len(keys) - limit} more" if len(keys) > limit else ""
     return ", ".join(shown) + more
-
-
-def _flatten(value: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, item in value.items():
-        name = f"{prefix}{key}"
-        flat.update(_flatten(item, name + ".") if isinstance(item, dict) and item else {name: item})
-    return flat
 
 
 def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> CellStatus:

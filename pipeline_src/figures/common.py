@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from ..evaluation import accuracy_schema  # noqa: E402
-from ..bookkeeping.provenance import attach, build_record  # noqa: E402
+from ..bookkeeping.provenance import attach, build_record, upstream_values  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
@@ -71,9 +71,11 @@ def _seeds(spec: dict) -> dict:
 def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Path], stage: str = "figures") -> None:
     """Save ``fig`` to every path of ``outputs`` (by suffix) with a provenance sidecar each; ``stage``
     (and the spec's ``task``, for a task's figure) names the code digest recorded (as the workflow's
-    code param)."""
+    code param). The record also holds what the inputs were made from (``made_with``: sizes, steps,
+    samples, seeds and code versions upstream), which the figure's caption states."""
     record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
                           seeds=_seeds(spec), task=spec.get("task"))
+    record["made_with"] = upstream_values(inputs)
     for path in outputs:
         path = Path(path)
         attach(path, record, lambda tmp, _meta, path=path: fig.savefig(

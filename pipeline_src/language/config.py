@@ -153,6 +153,12 @@ def influence_spec(config: dict) -> dict:
             **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "hf_model")}}
 
 
+def job_specs(config: dict) -> dict[str, list[dict]]:
+    """The spec of every language job of ``config``, by rule (as their records name it)."""
+    return {"language_corpus": [corpus_spec(config)], "language_train": [train_spec(config, m) for m in models(config)],
+            "language_eval": [eval_spec(config)], "language_influence": [influence_spec(config)]}
+
+
 def figure_spec(config: dict, figure: str) -> dict:
     section = _section(config)
     fig = section["figure"]

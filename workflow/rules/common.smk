@@ -7,6 +7,7 @@ from pipeline_src.bookkeeping import paths
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping.code_digest import stage_digest
+from pipeline_src.bookkeeping.landing import LandingPage
 
 # The schema (assembled from the task and scheme registries, defaults filled in) and the
 # cross-field checks; one line naming the field on failure.
@@ -14,6 +15,10 @@ try:
     jobs.validate(config)
 except jobs.ConfigError as err:
     raise WorkflowError(f"invalid config: {err}")
+
+
+# The report's landing page (workflow/report/landing.rst), made only when a report prints it.
+config["report_landing_page"] = LandingPage(config)
 
 
 # No wildcard admits a slash or a dot: no config value or target can name a path outside results.
@@ -47,10 +52,19 @@ def eval_variant(wc):
 
 
 def figure_outputs(figure, category):
-    """A figure's files (each format and its provenance sidecar); the PNG goes into the report."""
+    """A figure's files (each format and its provenance sidecar) and its caption; the PNG goes into
+    the report under that caption (an absolute path: Snakemake reads it relative to this file)."""
     png, pdf = paths.figure_files(figure)
-    return {"png": report(png, caption=f"../report/{figure}.rst", category=category), "pdf": pdf,
-            "png_provenance": paths.sidecar(png), "pdf_provenance": paths.sidecar(pdf)}
+    caption = paths.figure_caption(figure)
+    return {"png": report(png, caption=os.path.abspath(caption), category=category), "pdf": pdf,
+            "png_provenance": paths.sidecar(png), "pdf_provenance": paths.sidecar(pdf), "caption": caption}
+
+
+def caption_template(figure):
+    """The description of a figure (workflow/report/<figure>.rst): an input of its job, whose
+    caption it starts. Relative to the working directory, as every input: an absolute path would
+    change with the folder and rerun the figure in a moved copy."""
+    return os.path.relpath(os.path.join(workflow.basedir, "workflow", "report", f"{figure}.rst"))
 
 
 # --- natural-language analysis (language.smk) ---

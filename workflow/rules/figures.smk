@@ -8,7 +8,8 @@ for figure in FIGURES:
         name:
             figure
         input:
-            [paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
+            tables=[paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
+            caption=caption_template(figure),
         output:
             **figure_outputs(figure, category=jobs.FIGURES[figure]),
         params:
@@ -26,4 +27,5 @@ for figure in FIGURES:
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule
             "lengthgen plot {params.rule} --rule {params.rule} --spec {params.spec:q}"
-            " --out {output.png} --out {output.pdf} {input} 2> {log}"
+            " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
+            " {input.tables} 2> {log}"

@@ -112,7 +112,8 @@ for figure in LANGUAGE_FIGURES:
         name:
             figure
         input:
-            language_figure_inputs(figure),
+            tables=language_figure_inputs(figure),
+            caption=caption_template(figure),
         output:
             **figure_outputs(figure, category="language"),
         params:
@@ -130,4 +131,5 @@ for figure in LANGUAGE_FIGURES:
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule
             "lengthgen plot {params.rule} --rule {params.rule} --spec {params.spec:q}"
-            " --out {output.png} --out {output.pdf} {input} 2> {log}"
+            " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
+            " {input.tables} 2> {log}"

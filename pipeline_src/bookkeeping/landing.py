@@ -1,0 +1,141 @@
+"""The landing page of ``snakemake --report``: the checkout making the report (git commit, dirty
+flag, package and library versions), whether each figure was made with the config the report was
+made with, and the cells under ``results/`` that did not finish.
+
+Each figure's caption states what that figure was made with (its own provenance record:
+:mod:`pipeline_src.figures.caption`); this page compares those records with the report's config,
+so a report made with another config than its figures says so. The comparison reads records
+only: the figure's spec against the one this config gives, and every config value recorded
+upstream of it (``made_with``) against the values this config's jobs would run with.
+
+The Snakefile passes the page to the report's description template through ``config`` (the only
+thing Snakemake gives that template), as a :class:`LandingPage`: an empty string to anything that
+serialises the config, its text made when the template prints it, at report time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import config as jobs
+from . import paths
+from ..language import config as lang
+from ..storage.canonical import canonical_json, config_hash
+from .provenance import code_version, flat_fields, library_versions, read_record
+from .status import cell_jobs, diff_fields, unfinished_cells
+
+
+TRAIN_RULES = ("train", "language_train")
+
+
+def expected_values(config: dict, figure: str) -> dict[str, dict[str, list]]:
+    """Per rule upstream of ``figure``, each config field's values under ``config`` (the shape of a
+    figure record's ``made_with``, without code versions)."""
+    if figure in jobs.FIGURES:
+        task = jobs.FIGURES[figure]
+        specs: dict[str, list[dict]] = {}
+        for cell in jobs.cells(config, task):
+            for job in cell_jobs(config, cell):
+                specs.setdefault(job.rule, []).append(job.spec)
+    else:
+        specs = lang.job_specs(config)
+    values: dict[str, dict[str, list]] = {}
+    for rule, rule_specs in specs.items():
+        for spec in rule_specs:
+            for key, value in flat_fields(spec).items():
+                found = values.setdefault(rule, {}).setdefault(key, [])
+                if value not in found:
+                    found.append(value)
+    return values
+
+
+def _text(values: list) -> str:
+    return ", ".join(canonical_json(value) for value in values)
+
+
+def figure_differences(config: dict, figure: str, record: dict, limit: int = 4) -> list[str]:
+    """How ``figure`` (its provenance ``record``) differs from what ``config`` would make: its spec,
+    then each upstream value the figure recorded that ``config`` does not give its rule."""
+    expected_spec = (jobs.figure_spec(config, figure) if figure in jobs.FIGURES
+                     else lang.figure_spec(config, figure))
+    found = []
+    if record.get("config_hash") != config_hash(expected_spec):
+        found.append(f"figure spec, figure -> this config ({diff_fields(record.get('config', {}), expected_spec)})")
+    expected = expected_values(config, figure)
+    # the models' sizes and training first: the differences a reader looks for
+    for rule, fields in sorted(record.get("made_with", {}).items(), key=lambda item: (item[0] not in TRAIN_RULES, item[0])):
+        for key, values in fields.items():
+            if key.startswith("code."):
+                continue
+            allowed = expected.get(rule, {}).get(key, [])
+            if any(value not in allowed for value in values):
+                found.append(f"{rule} {key}: {_text(values)} in the figure, {_text(allowed) or 'unset'} in this config")
+    return found[:limit] + ([f"{len(found) - limit} more"] if len(found) > limit else [])
+
+
+def figures_section(config: dict) -> list[str]:
+    """One bullet per figure of ``config``: made with it, made with another, or not made."""
+    lines = []
+    for figure in [*jobs.figures(config), *lang.figures(config)]:
+        png = paths.figure_files(figure)[0]
+        if not Path(png).exists():
+            lines.append(f"- **{figure}**: not made yet (no ``{png}``)")
+            continue
+        try:
+            record = read_record(png)
+        except (OSError, ValueError) as err:
+            lines.append(f"- **{figure}**: no readable figure or record ({err})")
+            continue
+        differences = figure_differences(config, figure, record)
+        made = f"code ``{record['code']['git_commit'][:12]}``{' (dirty)' if record['code'].get('git_dirty') else ''}"
+        if differences:
+            lines.append(f"- **{figure}: made with another config than this report's** ({made}): "
+                         + "; ".join(differences))
+        else:
+            lines.append(f"- **{figure}**: made with this config ({made})")
+    return lines or ["- none (this config has no figure)"]
+
+
+def _bullets(items: str | list[str]) -> list[str]:
+    return ["  none"] if isinstance(items, str) else [f"  - ``{item}``" for item in items]
+
+
+def render(config: dict) -> str:
+    """The landing page as reStructuredText."""
+    code = code_version()
+    dirty = {True: "yes", False: "no", None: "unknown"}[code["git_dirty"]]
+    libraries = "; ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
+    lines = ["The checkout that made this report, whether each figure was made with the config this report",
+             "was given (each figure's caption states what it was made with), and the cells that did not",
+             "finish.", "",
+             "**Code and libraries**", "",
+             f":git commit: ``{code['git_commit']}``",
+             f":uncommitted changes: {dirty}",
+             f":lengthgen version: {code['package_version']}",
+             f":library versions: {libraries}", "",
+             "**Figures and this report's config**", "", *figures_section(config), "",
+             "**Cells that did not finish**", ""]
+    for title, items in unfinished_cells(Path(paths.RESULTS)).items():
+        lines += [f"- {title}:", "", *_bullets(items), ""]
+    return "\n".join(lines) + "\n"
+
+
+class LandingPage(str):
+    """The landing page of a config, made when printed (``str()``); as a string value (JSON, YAML),
+    empty."""
+
+    def __new__(cls, config: dict | None = None):
+        page = super().__new__(cls, "")
+        page.config = config
+        return page
+
+    def __str__(self) -> str:
+        return render(self.config)
+
+
+def counts() -> dict[str, int]:
+    """The numbers under the landing page's text (``--report-metadata``: Snakemake shows the page
+    first only when there is metadata, and renders numbers, not text, as written)."""
+    unfinished = unfinished_cells(Path(paths.RESULTS))
+    return {"figures under results/figures": len(list(Path(paths.RESULTS, "figures").glob("*.png"))),
+            **{title: 0 if isinstance(items, str) else len(items) for title, items in unfinished.items()}}

@@ -1,0 +1,112 @@
+"""A figure's caption, written from the figure's own provenance record, never from the config of
+whoever makes the report.
+
+The figure job renders its description (a Jinja template, ``workflow/report/<figure>.rst``) and a
+"This run" block into ``<figure>.caption.rst`` beside the figure; ``snakemake --report`` bundles that
+file as the figure's caption. Both read only the figure's record: its spec (``spec``) and what its
+inputs were made from (``made_with``, :func:`pipeline_src.bookkeeping.provenance.upstream_values`):
+seeds, sizes, steps, samples and code versions. A template names an upstream value as
+``value("train", "model.d_model")`` (the rule, then the config field); a field whose value differs
+between the figure's runs lists every value and says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..bookkeeping.provenance import read_record
+from ..storage.atomic import write_text
+
+# The "This run" block of a synthetic task's figure and of a language figure.
+TASK_RUN = """\
+**This run** (from the provenance of the figure and of every file it was made from): seeds
+{{ spec.seeds|join(", ") }}; d_model {{ value("train", "model.d_model") }},
+{{ count("train", "model.n_layer", "layer") }}, {{ count("train", "model.n_head", "head") }};
+{{ value("train", "train.steps") }} training steps of batch {{ value("train", "train.batch_size") }} at lr
+{{ value("train", "train.lr") }}; {{ value("eval_data", "params.n_per_cell") }} evaluation samples per cell.
+Lines are means over the training seeds; bands the 95% Wilson interval of the seeds' pooled counts
+(the samples of every finished seed together); thin curves, where drawn, are the seeds' own.
+A run whose training diverged has no accuracy: it is named in red under the figure (and on the
+report's landing page) and left out of the means.
+"""
+LANGUAGE_RUN = """\
+**This run** (from the provenance of the figure and of every file it was made from): language model
+seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
+target seed {{ value("language_influence", "seed") }}, bootstrap seed {{ spec.seed }}); corpus
+{{ value("language_corpus", "corpus.source") }}; d_model {{ value("language_train", "model.d_model") }},
+{{ count("language_train", "model.n_layer", "layer") }}, {{ count("language_train", "model.n_head", "head") }};
+{{ value("language_train", "train.steps") }} training steps of batch
+{{ value("language_train", "train.batch_size") }} at lr {{ value("language_train", "train.lr") }}; tokenizer
+{{ tokenizer }}; {{ value("language_influence", "n_targets") }} analysed targets,
+{{ value("language_influence", "selection") }} selection up to k = {{ value("language_influence", "k_max") }}.
+"""
+CODE = """\
+Made by lengthgen {{ code.package_version }} at git commit ``{{ code.git_commit }}``{{ dirty(code.git_dirty) }}
+{%- if upstream_commits %}; its inputs at {{ upstream_commits }}{% endif %}. The figure file:
+``{{ artifact.path }}``, sha256 ``{{ artifact.sha256 }}``. Every config value, seed and input hash:
+``lengthgen provenance --config {{ artifact.path }}``.
+"""
+
+
+class Values:
+    """The upstream values of a figure's record, as caption text."""
+
+    def __init__(self, made_with: dict[str, dict[str, list]]):
+        self.made_with = made_with
+
+    def values(self, rule: str, key: str) -> list:
+        found = self.made_with.get(rule, {}).get(key)
+        if not found:
+            raise KeyError(f"the figure's record has no value of {key!r} from rule {rule!r} "
+                           f"(rules recorded: {sorted(self.made_with)})")
+        return found
+
+    def value(self, rule: str, key: str, noun: str = "") -> str:
+        """The value, or every value and "(differs between runs)"; ``noun`` (e.g. "layers") after it."""
+        found = self.values(rule, key)
+        text = ", ".join(_text(item) for item in found) + (f" {noun}" if noun else "")
+        return text if len(found) == 1 else f"{text} (differs between runs)"
+
+    def count(self, rule: str, key: str, noun: str) -> str:
+        """The value and ``noun``, plural unless the value is 1 ("1 layer", "2 layers")."""
+        return self.value(rule, key, noun + ("" if self.values(rule, key) == [1] else "s"))
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _dirty(flag: bool | None) -> str:
+    return {True: " with uncommitted changes", False: "", None: " (dirty flag unknown)"}[flag]
+
+
+def render(template: str, record: dict) -> str:
+    """The caption of the figure whose record is ``record``: ``template`` (its description), the
+    "This run" block of its kind, and the code that made it."""
+    import jinja2
+
+    made_with = record.get("made_with", {})
+    values = Values(made_with)
+    run = LANGUAGE_RUN if "language_train" in made_with else TASK_RUN
+    commits = sorted({commit for fields in made_with.values() for commit in fields.get("code.git_commit", [])}
+                     - {record["code"]["git_commit"]})
+    context = {"spec": record["config"], "value": values.value, "count": values.count, "dirty": _dirty,
+               "code": record["code"], "artifact": record["artifact"],
+               "upstream_commits": ", ".join(f"``{commit}``" for commit in commits)}
+    if "language_corpus" in made_with:
+        corpus = made_with["language_corpus"]
+        context["tokenizer"] = (f"of {values.value('language_corpus', 'tokenizer.vocab_size')} tokens"
+                                if "tokenizer.vocab_size" in corpus else values.value("language_corpus", "tokenizer.path"))
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    parts = [template.rstrip("\n") + "\n", run, CODE]
+    return "\n".join(env.from_string(part).render(context) for part in parts)
+
+
+def write_caption(template: Path, figure: Path, out: Path) -> None:
+    """Render the caption of ``figure`` (from its provenance record) with the description
+    ``template`` into ``out``."""
+    text = render(Path(template).read_text(), read_record(figure))
+    if "{{" in text or "{%" in text:  # Snakemake renders the caption as a template once more
+        raise ValueError(f"{out}: the rendered caption still holds template syntax ('{{{{' or '{{%')")
+    write_text(Path(out), text)

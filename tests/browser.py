@@ -1,0 +1,53 @@
+"""A report as a person sees it: rendered by a real headless browser (Debian's ``chromium``), its
+visible text with whitespace collapsed. CI installs the browser (``.ci/run``); elsewhere the tests
+that need it are skipped when it is missing."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+BROWSER = next((name for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
+
+
+BLOCKS = {"p", "div", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th", "br", "h1", "h2", "h3",
+          "h4", "h5", "h6", "section", "nav", "header", "footer"}
+
+
+class _VisibleText(HTMLParser):
+    """Text outside scripts and styles; a space where a block element starts or ends, none within
+    a line (``<b>figure1</b>:`` reads "figure1:")."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.hidden += tag in ("script", "style")
+        self.parts.append(" " if tag in BLOCKS else "")
+
+    def handle_endtag(self, tag):
+        self.hidden -= tag in ("script", "style")
+        self.parts.append(" " if tag in BLOCKS else "")
+
+    def handle_data(self, data):
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def rendered_text(page: Path) -> str:
+    """The visible text of ``page`` once the browser has run its scripts."""
+    if BROWSER is None:
+        pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
+    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                           Path(page).resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    parser = _VisibleText()
+    parser.feed(done.stdout)
+    return re.sub(r"\s+", " ", "".join(parser.parts))

@@ -1,0 +1,70 @@
+"""Captions written from a figure's own provenance record: the upstream values a figure records,
+how a caption states them, and what it refuses."""
+
+from __future__ import annotations
+
+import jinja2
+import pytest
+
+from pipeline_src.bookkeeping.provenance import build_record, upstream_values, write_sidecar
+from pipeline_src.figures.caption import render, write_caption
+
+
+def artifact(path, rule, config, inputs=None):
+    path.write_text(f"{rule} {config}")
+    write_sidecar(path, build_record(rule, "data", config, inputs=inputs))
+    return path
+
+
+def test_a_figure_records_every_value_upstream_of_it(tmp_path):
+    data = artifact(tmp_path / "train.parquet", "train_data", {"params": {"n": 100}})
+    tables = []
+    for seed, d_model in ((0, 64), (1, 128)):
+        model = artifact(tmp_path / f"model{seed}", "train", {"seed": seed, "model": {"d_model": d_model}},
+                         {"train_data": data})
+        tables.append(artifact(tmp_path / f"acc{seed}", "evaluate", {"batch_size": 8}, {"model": model}))
+    made_with = upstream_values(tables)
+    assert made_with["train"]["seed"] == [0, 1] and made_with["train"]["model.d_model"] == [64, 128]
+    assert made_with["train_data"]["params.n"] == [100] and made_with["evaluate"]["batch_size"] == [8]
+    assert len(made_with["train"]["code.git_commit"]) == 1
+
+
+def record(made_with, spec=None):
+    return {"config": spec or {"seeds": [0, 1]}, "made_with": made_with,
+            "code": {"git_commit": "abc", "git_dirty": False, "package_version": "0.1.0"},
+            "artifact": {"path": "results/figures/f.png", "sha256": "00ff"}}
+
+
+TASK = {"train": {"model.d_model": [64], "model.n_layer": [1], "model.n_head": [2, 4], "train.steps": [30],
+                  "train.batch_size": [16], "train.lr": [0.001], "code.git_commit": ["def"]},
+        "eval_data": {"params.n_per_cell": [10]}}
+
+
+def test_a_caption_states_the_recorded_values_and_where_runs_differ():
+    text = " ".join(render("Figure {{ spec.seeds|length }}.", record(TASK)).split())
+    assert text.startswith("Figure 2. **This run**")
+    assert "seeds 0, 1; d_model 64, 1 layer, 2, 4 heads (differs between runs);" in text
+    assert "30 training steps of batch 16 at lr 0.001; 10 evaluation samples per cell." in text
+    assert "git commit ``abc``; its inputs at ``def``." in text and "sha256 ``00ff``" in text
+
+
+def test_a_caption_names_what_its_record_lacks():
+    with pytest.raises(KeyError, match="no value of 'params.n_per_cell' from rule 'eval_data'"):
+        render("", record({"train": TASK["train"]}))
+    with pytest.raises(jinja2.UndefinedError):  # a template naming a field the spec does not have
+        render("{{ spec.missing }}", record(TASK))
+
+
+def test_a_caption_left_with_template_syntax_is_refused(tmp_path):
+    figure = tmp_path / "f.png"
+    figure.write_bytes(b"png")
+    rec = build_record("figure2", "language_figures", {"seeds": [0], "note": "{{ x }}"})
+    rec["made_with"] = TASK
+    write_sidecar(figure, rec)
+    template = tmp_path / "t.rst"
+    template.write_text("{{ spec.note }}")
+    with pytest.raises(ValueError, match="still holds template syntax"):
+        write_caption(template, figure, tmp_path / "f.caption.rst")
+    template.write_text("A figure.")
+    write_caption(template, figure, tmp_path / "f.caption.rst")
+    assert "10 evaluation samples" in (tmp_path / "f.caption.rst").read_text()
