@@ -271,7 +271,8 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
     stream = pl.DataFrame({
         "doc": pl.Series(range(n_targets), dtype=pl.Int64),
         "split": pl.Series(["heldout"] * n_targets, dtype=pl.String),
-        "tokens": pl.Series([rng.integers(0, VOCAB_SIZE, 2 * context).tolist() for _ in range(n_targets)],
+        # context + 1 tokens: one target per document (the other-document baseline needs 2)
+        "tokens": pl.Series([rng.integers(0, VOCAB_SIZE, context + 1).tolist() for _ in range(n_targets)],
                             dtype=pl.List(pl.Int32)),
     })
     targets = influence.select_targets(stream, cfg)
@@ -279,7 +280,7 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
     model = Decoder(ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
                                 position_encoding="rope", max_positions=max(context, 1024))).eval()
 
-    influence.influential_tokens(model, targets.head(1), cfg, progress=None)  # untimed warm-up
+    influence.influential_tokens(model, targets.head(2), cfg, progress=None)  # untimed warm-up
     start = time.perf_counter()
     batched = influence.influential_tokens(model, targets, cfg, progress=None)
     batched_s = time.perf_counter() - start

@@ -158,7 +158,7 @@ def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None
     """Read a corpus, split it into train and held-out documents, train (or load) the tokenizer and
     write the token stream (natural-language analysis)."""
     from .language.corpus import CorpusError
-    from .language.analysis import build_corpus
+    from .language.token_stream import build_corpus
     from .language.tokenizer import TokenizerError
 
     try:
@@ -404,9 +404,10 @@ def _verify(artifact: Path) -> None:
 @click.option("--decode", is_flag=True,
               help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
 @click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
-@click.option("--influence", "influence_targets", type=click.IntRange(min=1), default=None,
+@click.option("--influence", "influence_targets", type=click.IntRange(min=2), default=None,
               help="Instead: the influential-token analysis of this many targets (Lbar 128, L 64, "
-                   "k_max 4), batched vs one candidate at a time.")
+                   "k_max 4; at least 2: a baseline takes another document's tokens), batched vs one "
+                   "candidate at a time.")
 def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
               decode_length, influence_targets) -> None:
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul

@@ -32,7 +32,7 @@ def test_cli_influence_benchmark_prints_the_speed_ratio():
 
     from pipeline_src.cli import main
 
-    done = CliRunner().invoke(main, ["benchmark", "--influence", "1", "--d-model", "16", "--n-layer", "1",
+    done = CliRunner().invoke(main, ["benchmark", "--influence", "2", "--d-model", "16", "--n-layer", "1",
                                      "--n-head", "2", "--batch-size", "64", "--threads", "1"])
     assert done.exit_code == 0, done.output
     assert "speed-up (batched / one at a time)" in done.output and "same choices: True" in done.output

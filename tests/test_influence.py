@@ -134,8 +134,10 @@ def test_batched_equals_reference(selection, batch_size):
         slow.select(["doc", "t", "target", "chosen", "key_token"]))
     for column in ("long_loss", "short_loss"):
         np.testing.assert_allclose(fast[column].to_numpy(), slow[column].to_numpy(), rtol=0, atol=1e-5)
-    np.testing.assert_allclose(np.array(fast["sparse_loss"].to_list()), np.array(slow["sparse_loss"].to_list()),
-                               rtol=0, atol=1e-5)
+    for column in ("sparse_loss", "random_loss", "other_loss"):
+        np.testing.assert_allclose(np.array(fast[column].to_list()), np.array(slow[column].to_list()),
+                                   rtol=0, atol=1e-5)
+    assert fast.select(["other_doc", "other_t"]).equals(slow.select(["other_doc", "other_t"]))
     assert len(set(fast["long_loss"].to_list())) == targets.height  # a model whose losses do differ
     validate(fast, inf.influence_schema(cfg), "batched")
 
@@ -169,6 +171,50 @@ def test_greedy_finds_the_one_influential_token(selection):
     assert out["key_token"].all()  # gain log(32) = 3.47 > 2 and L_long < 2
 
 
+class TokenOracle:
+    """A "model" sure of ``target`` exactly when token ``key`` is among the tokens it sees, wherever."""
+
+    def __init__(self, key: int, target: int):
+        self.key, self.target = key, target
+
+    def __call__(self, tokens, position_ids):
+        logits = torch.zeros(*tokens.shape, VOCAB)
+        logits[:, -1, self.target] = 20.0 * (tokens == self.key).any(dim=1)
+        return logits
+
+
+def test_null_baselines_random_draws_and_another_documents_far_tokens():
+    """Target A's far context holds the key token (at far position 3), B's does not. Selection
+    over A's own far tokens recovers everything; over B's (A's donor), nothing; B, given A's far
+    tokens, finds the key there. The random baseline recovers it in exactly the draws that hold
+    position 3 among their first k."""
+    cfg = InfluenceConfig(**{**SMALL, "n_targets": 2, "null_draws": 5})
+    rng = np.random.default_rng(0)
+    contexts = rng.integers(1, 30, size=(2, 16))
+    contexts[0, 3] = 31
+    targets = pl.DataFrame({"doc": pl.Series([4, 9], dtype=pl.Int64), "t": pl.Series([20, 30], dtype=pl.Int32),
+                            "target": pl.Series([7, 7], dtype=pl.Int32),
+                            "context": pl.Series(contexts.tolist(), dtype=pl.List(pl.Int32))})
+    out = inf.influential_tokens(TokenOracle(key=31, target=7), targets, cfg, progress=None)
+    sure, unsure = math.log1p((VOCAB - 1) * math.exp(-20.0)), math.log(VOCAB)
+    assert out["other_doc"].to_list() == [9, 4] and out["other_t"].to_list() == [30, 20]
+    def matrix(column):
+        return np.array(out[column].to_list())
+
+    np.testing.assert_allclose(matrix("sparse_loss"), [[sure] * 3, [unsure] * 3], atol=1e-9)
+    np.testing.assert_allclose(matrix("other_loss"), [[unsure] * 3, [sure] * 3], atol=1e-9)
+    draws = inf.random_draws(2, cfg)
+    expected = [[np.mean([sure if 3 in draw[:k] else unsure for draw in draws[0]]) for k in (1, 2, 3)],
+                [unsure] * 3]
+    np.testing.assert_allclose(matrix("random_loss"), expected, atol=1e-9)
+    assert sure < expected[0][2] < unsure  # some draws hold position 3, some do not
+    assert sorted(draws[0, 0].tolist()) == list(range(cfg.far))  # each draw is a permutation
+    assert np.array_equal(draws, inf.random_draws(2, cfg)) and not np.array_equal(draws[0], draws[1])
+    with pytest.raises(InfluenceError, match="at least 2 documents"):
+        inf.influential_tokens(TokenOracle(31, 7), targets.with_columns(doc=pl.lit(4, dtype=pl.Int64)), cfg,
+                               progress=None)
+
+
 def test_progress_reports_and_errors():
     cfg = InfluenceConfig(**SMALL, batch_size=8)  # one target per group of forwards
     targets = small_targets(cfg)
@@ -196,9 +242,9 @@ def test_hf_adapter_passes_keywords():
             calls.append(position_ids.tolist())
             return type("Out", (), {"logits": torch.zeros(*input_ids.shape, VOCAB)})()
 
-    cfg = InfluenceConfig(**{**SMALL, "n_targets": 1})
+    cfg = InfluenceConfig(**SMALL)  # 5 targets from 2 documents (the baseline needs 2)
     out = inf.influential_tokens(None, small_targets(cfg), cfg, logits_fn=inf.hf_logits_fn(FakeHF()), progress=None)
-    assert out.height == 1 and [list(range(16))] in calls
+    assert out.height == 5 and any(list(range(16)) in call for call in calls)  # the long context, IDs 0..15
 
 
 # ---------------------------------------------------------------- schema
@@ -213,6 +259,10 @@ def valid_frame() -> pl.DataFrame:
         "sparse_loss": pl.Series([[2.0, 1.0, 0.7], [3.4, 3.2, 3.1]], dtype=pl.List(pl.Float64)),
         "chosen": pl.Series([[5, 0, 7], [1, 2, 3]], dtype=pl.List(pl.Int32)),
         "key_token": [True, False],
+        "random_loss": pl.Series([[2.9, 2.8, 2.7], [3.5, 3.4, 3.4]], dtype=pl.List(pl.Float64)),
+        "other_loss": pl.Series([[2.5, 2.3, 2.2], [3.4, 3.3, 3.3]], dtype=pl.List(pl.Float64)),
+        "other_doc": pl.Series([1, 1], dtype=pl.Int64),
+        "other_t": pl.Series([16, 17], dtype=pl.Int32),
     })
 
 
@@ -224,6 +274,9 @@ def valid_frame() -> pl.DataFrame:
     ("sparse_loss", [2.0, 1.0, 0.7, 0.6], "k_max_losses_and_picks"),
     ("key_token", False, "key_token_follows_losses"),
     ("t", 15, "target_has_full_context"),
+    ("random_loss", [2.0, float("inf"), 0.7], "losses_are_finite"),
+    ("other_loss", [2.0, 1.0], "k_max_losses_and_picks"),
+    ("other_doc", 0, "other_target_is_from_another_document"),
 ])
 def test_schema_rejects_bad_frames(column, value, check):
     schema = inf.influence_schema(InfluenceConfig(**SMALL))
@@ -248,12 +301,17 @@ def test_recovered_gain_median_and_bootstrap():
         "long_loss": [0.0, 1.0, 2.0, 0.0],
         "short_loss": [4.0, 5.0, 6.0, 1.0],
         "sparse_loss": [[3.0, 2.0], [4.0, 1.0], [5.0, 3.0], [0.0, 0.0]],
-    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75
+        "random_loss": [[4.0, 4.0], [5.0, 5.0], [6.0, 3.0], [1.0, 1.0]],
+    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75 (random: 0, 0, 0; 0, 0, 0.75)
     summary = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3)
     assert summary["k"].to_list() == [1, 2] and summary["n_targets"].to_list() == [3, 3]
     assert summary["median"].to_list() == pytest.approx([0.25, 0.75])
     assert summary["ci_low"][0] == summary["ci_high"][0] == pytest.approx(0.25)
     assert 0.5 <= summary["ci_low"][1] <= 0.75 <= summary["ci_high"][1] <= 1.0
     assert summary.equals(inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3))
+    random = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3, column="random_loss")
+    assert random["median"].to_list() == pytest.approx([0.0, 0.0]) and random["n_targets"].to_list() == [3, 3]
+    with pytest.raises(InfluenceError, match="no loss column 'chosen'"):
+        inf.recovered_gain(frame, column="chosen")
     none = inf.recovered_gain(frame, gain_threshold=10.0)
     assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()

@@ -22,6 +22,9 @@ def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
     short = long + rng.exponential(1.0, n)
     recovered = np.sort(rng.uniform(0, 1, (n, 3)), axis=1)  # more tokens recover more
     sparse = short[:, None] - recovered * (short - long)[:, None]
+    random = short[:, None] - recovered / 4 * (short - long)[:, None]  # the baselines recover less
+    other = short[:, None] - recovered / 2 * (short - long)[:, None]
+    docs = np.arange(n) // 4
     return pl.DataFrame({
         "doc": pl.Series(np.arange(n) // 4, dtype=pl.Int64),
         "t": pl.Series(16 + np.arange(n) % 4, dtype=pl.Int32),
@@ -30,6 +33,10 @@ def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
         "sparse_loss": pl.Series(sparse.tolist(), dtype=pl.List(pl.Float64)),
         "chosen": pl.Series([rng.permutation(8)[:3].tolist() for _ in range(n)], dtype=pl.List(pl.Int32)),
         "key_token": pl.Series(influence.key_token(long, short), dtype=pl.Boolean),
+        "random_loss": pl.Series(random.tolist(), dtype=pl.List(pl.Float64)),
+        "other_loss": pl.Series(other.tolist(), dtype=pl.List(pl.Float64)),
+        "other_doc": pl.Series((docs + 1) % (docs.max() + 1), dtype=pl.Int64),
+        "other_t": pl.Series(16 + np.arange(n) % 4, dtype=pl.Int32),
     })
 
 

@@ -41,7 +41,7 @@ STAGE_ENTRIES = {
     "train": ("training.train",),  # train
     "evaluate": ("evaluation.evaluate",),  # evaluate
     "figures": (),  # plot: the drawing module of the task's figure (see entry_modules)
-    "language_data": ("language.analysis", "language.corpus", "language.tokenizer"),  # corpus
+    "language_data": ("language.token_stream",),  # corpus
     "language_train": ("language.training",),  # lm-train
     "language_eval": ("language.analysis",),  # lm-eval, influence
     "language_figures": ("figures.figure4", "figures.language_pose"),  # plot figure4 / language_pose

@@ -5,7 +5,10 @@ x = L_short - L_short,sparse(k), the loss the k influential far tokens win back,
 y = L_short - L_long, the gain of the whole long context; the diagonal x = y means the k tokens
 recover all of it. The last panel: the median fraction (L_short - L_short,sparse(k)) /
 (L_short - L_long) against k, over targets whose gain exceeds ``gain_threshold``, with a 95%
-percentile-bootstrap interval over targets.
+percentile-bootstrap interval over targets; beside it the same statistic of the two null baselines
+(:mod:`pipeline_src.language.influence`): k far tokens drawn at random, and k tokens chosen the same
+way from another document's far tokens. The gap between the influential tokens and the second
+baseline is what the target's own far context adds beyond selection.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ import numpy as np
 from ..storage import datasets
 from ..language import influence
 from .common import save_figure
+
+
+# The last panel's curves: the influential tokens, then the two null baselines.
+CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o"),
+          ("other_loss", "chosen alike from another document", "tab:orange", "s"),
+          ("random_loss", "k far tokens at random (mean of draws)", "0.45", "^"))
 
 
 def grid_columns(panels: int) -> int:
@@ -67,15 +76,21 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         ax.set_xlabel("L_short - L_short,sparse(k) (nats)", fontsize=8)
         ax.set_ylabel("L_short - L_long (nats)", fontsize=8)
 
-    summary = influence.recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"])
     ax = flat[k_max]
-    n = int(summary["n_targets"][0])
+    n = 0
+    for offset, (column, label, colour, marker) in zip((-0.15, 0.0, 0.15), CURVES):
+        summary = influence.recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"],
+                                           column=column)
+        n = int(summary["n_targets"][0])
+        if n:
+            median = summary["median"].to_numpy()
+            ax.errorbar(summary["k"].to_numpy() + offset, median,
+                        yerr=[median - summary["ci_low"].to_numpy(), summary["ci_high"].to_numpy() - median],
+                        marker=marker, ms=4, capsize=2, lw=1, color=colour, label=label)
     if n:
-        median = summary["median"].to_numpy()
-        ax.errorbar(summary["k"].to_numpy(), median, yerr=[median - summary["ci_low"].to_numpy(),
-                                                          summary["ci_high"].to_numpy() - median],
-                    marker="o", ms=4, capsize=3, color="tab:blue")
         ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+        ax.axhline(0.0, color="0.5", lw=0.5)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     else:
         ax.text(0.5, 0.5, f"no target with\nL_short - L_long > {threshold:g}", ha="center", va="center",
                 transform=ax.transAxes, fontsize=8)

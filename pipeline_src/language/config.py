@@ -150,7 +150,8 @@ def influence_spec(config: dict) -> dict:
     section = _section(config)
     analysis = section["analysis"]
     return {"context": section["context"], "local": section["local"], "device": _device(config),
-            **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "hf_model")}}
+            **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws",
+                                              "hf_model")}}
 
 
 def job_specs(config: dict) -> dict[str, list[dict]]:

@@ -18,6 +18,16 @@ next pick minimises the loss given the picks so far, up to ``k_max``. With
 top k. Ties always go to the smallest position. The "key token" flag of Fang et al. (2024) marks
 targets with L_short - L_long > 2 and L_long < 2.
 
+Choosing J to minimise the target's own loss selects, so part of the gain J recovers may be
+selection alone. Two null baselines measure how much, on the same targets and local windows:
+
+* ``random_loss``: L_short,sparse of k far tokens drawn at random (the first k of a random
+  permutation of the far positions), averaged over ``null_draws`` draws per target;
+* ``other_loss``: the same selection as ``sparse_loss``, but over the far tokens of another
+  target's context (the next target in the frame from another document: ``other_doc``,
+  ``other_t``), each at the same position ID, before the target's own local window. These tokens
+  carry no information about the target; whatever they win back is what selection alone achieves.
+
 Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
 sorted by position), so the candidates of one step, for several targets at once, go through the
 model as one padding-free batch (at most ``batch_size`` rows per forward). A reference
@@ -76,13 +86,14 @@ class InfluenceConfig:
     n_targets: int = 256  # targets drawn from the held-out documents
     seed: int = 0  # seed of the target draw
     batch_size: int = 64  # sequences per model forward (memory ~ batch_size * Lbar * vocab floats)
+    null_draws: int = 4  # random draws of k far tokens per target (the random baseline)
 
     def __post_init__(self) -> None:
         def require(ok: bool, field: str, why: str) -> None:
             if not ok:
                 raise InfluenceError(f"InfluenceConfig.{field}={getattr(self, field)!r}: {why}")
 
-        for name in ("context", "local", "k_max", "n_targets", "batch_size"):
+        for name in ("context", "local", "k_max", "n_targets", "batch_size", "null_draws"):
             value = getattr(self, name)
             require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name,
                     "must be a positive int")
@@ -242,18 +253,35 @@ def _last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.nd
     return losses
 
 
+Losses = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(owner [rows], far_kept bool [rows, far]) -> the loss of each row's sequence, float64 [rows]."""
+
+
+def _scorer(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg: InfluenceConfig, device) -> Losses:
+    """Losses of sequences cut from ``contexts`` [G, Lbar]: row r keeps the far positions
+    ``far_kept[r]`` and the local window of context ``owner[r]`` and scores ``targets[owner[r]]``."""
+    def losses(owner: np.ndarray, far_kept: np.ndarray) -> np.ndarray:
+        tokens, positions = _kept_sequences(contexts, owner, far_kept, cfg.local)
+        return _last_token_losses(logits_fn, tokens, positions, targets[owner], cfg.batch_size, device)
+    return losses
+
+
 def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray,
                      cfg: InfluenceConfig, device) -> dict[str, np.ndarray]:
     """Batched analysis of a group of targets (contexts [G, Lbar], targets [G])."""
-    G, far, local = len(targets), cfg.far, cfg.local
+    G, far = len(targets), cfg.far
     everyone = np.arange(G)
-
-    def losses(owner: np.ndarray, far_kept: np.ndarray) -> np.ndarray:
-        tokens, positions = _kept_sequences(contexts, owner, far_kept, local)
-        return _last_token_losses(logits_fn, tokens, positions, targets[owner], cfg.batch_size, device)
-
+    losses = _scorer(logits_fn, contexts, targets, cfg, device)
     long_loss = losses(everyone, np.ones((G, far), dtype=bool))
     short_loss = losses(everyone, np.zeros((G, far), dtype=bool))
+    return {"long_loss": long_loss, "short_loss": short_loss, **_select(losses, G, cfg)}
+
+
+def _select(losses: Losses, G: int, cfg: InfluenceConfig) -> dict[str, np.ndarray]:
+    """The influential far tokens of G targets (``chosen`` [G, k_max]) and their losses
+    (``sparse_loss`` [G, k_max]), by ``cfg.selection``; ``losses(owner, far_kept)`` scores one
+    sequence per row."""
+    far, everyone = cfg.far, np.arange(G)
     chosen = np.zeros((G, cfg.k_max), dtype=np.int64)
     sparse = np.zeros((G, cfg.k_max), dtype=np.float64)
 
@@ -283,7 +311,54 @@ def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndar
         for k in range(1, cfg.k_max):  # J_k = the k best single tokens, together
             kept[everyone, chosen[:, k]] = True
             sparse[:, k] = losses(everyone, kept)
-    return {"long_loss": long_loss, "short_loss": short_loss, "sparse_loss": sparse, "chosen": chosen}
+    return {"sparse_loss": sparse, "chosen": chosen}
+
+
+def _null_baselines(logits_fn: LogitsFn, contexts: np.ndarray, others: np.ndarray, targets: np.ndarray,
+                    draws: np.ndarray, cfg: InfluenceConfig, device) -> dict[str, np.ndarray]:
+    """The two baselines of a group of targets: ``random_loss`` (the mean loss over the random
+    draws ``draws`` [G, null_draws, far] of the first k of each permutation) and ``other_loss`` (the
+    selection run over ``others`` [G, Lbar], the contexts with another target's far tokens)."""
+    G, far = len(targets), cfg.far
+    own = _scorer(logits_fn, contexts, targets, cfg, device)
+    owner = np.repeat(np.arange(G), cfg.null_draws)  # row (g, draw)
+    random = np.zeros((G, cfg.k_max), dtype=np.float64)
+    for k in range(1, cfg.k_max + 1):  # J_k: the first k far positions of each draw's permutation
+        kept = np.zeros((G, cfg.null_draws, far), dtype=bool)
+        np.put_along_axis(kept, draws[:, :, :k], True, axis=2)
+        random[:, k - 1] = own(owner, kept.reshape(-1, far)).reshape(G, cfg.null_draws).mean(axis=1)
+    other = _select(_scorer(logits_fn, others, targets, cfg, device), G, cfg)
+    return {"random_loss": random, "other_loss": other["sparse_loss"]}
+
+
+def random_draws(n_targets: int, cfg: InfluenceConfig) -> np.ndarray:
+    """The random baseline's draws: ``cfg.null_draws`` random permutations of the far positions per
+    target (int64 [n_targets, null_draws, far]), from ``cfg.seed``; target i's draws depend only on
+    i, the seed and the sizes."""
+    rng = np.random.default_rng([cfg.seed, 1])  # apart from the target draw's stream
+    return np.argsort(rng.random((n_targets, cfg.null_draws, cfg.far)), axis=2, kind="stable")
+
+
+def other_targets(targets: pl.DataFrame) -> np.ndarray:
+    """For each target, the row of the next target in the frame (cyclically) from another document:
+    the donor of the other-context baseline's far tokens."""
+    docs = targets["doc"].to_numpy()
+    if len(set(docs.tolist())) < 2:
+        raise InfluenceError("the other-context baseline needs targets from at least 2 documents; "
+                             f"all {len(docs)} targets are in document {docs[0]} (draw more targets)")
+    n = len(docs)
+    donors = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        j = (i + 1) % n
+        while docs[j] == docs[i]:
+            j = (j + 1) % n
+        donors[i] = j
+    return donors
+
+
+def with_other_far_tokens(contexts: np.ndarray, donors: np.ndarray, far: int) -> np.ndarray:
+    """Each context with its far part replaced by its donor's (the local windows kept)."""
+    return np.concatenate([contexts[donors, :far], contexts[:, far:]], axis=1)
 
 
 def _contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -300,7 +375,12 @@ def _contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.ndarray, 
     return contexts, targets["target"].to_numpy().astype(np.int64)
 
 
-def _result_frame(targets: pl.DataFrame, long_loss, short_loss, sparse, chosen) -> pl.DataFrame:
+def _loss_lists(matrix) -> pl.Series:
+    return pl.Series([list(map(float, row)) for row in matrix], dtype=pl.List(pl.Float64))
+
+
+def _result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_loss, sparse, chosen,
+                  random_loss, other_loss) -> pl.DataFrame:
     long_loss, short_loss = np.asarray(long_loss, dtype=np.float64), np.asarray(short_loss, dtype=np.float64)
     return pl.DataFrame({
         "doc": targets["doc"].cast(pl.Int64),
@@ -308,9 +388,13 @@ def _result_frame(targets: pl.DataFrame, long_loss, short_loss, sparse, chosen) 
         "target": targets["target"].cast(pl.Int32),
         "long_loss": pl.Series(long_loss, dtype=pl.Float64),
         "short_loss": pl.Series(short_loss, dtype=pl.Float64),
-        "sparse_loss": pl.Series([list(map(float, row)) for row in sparse], dtype=pl.List(pl.Float64)),
+        "sparse_loss": _loss_lists(sparse),
         "chosen": pl.Series([list(map(int, row)) for row in chosen], dtype=pl.List(pl.Int32)),
         "key_token": pl.Series(key_token(long_loss, short_loss), dtype=pl.Boolean),
+        "random_loss": _loss_lists(random_loss),
+        "other_loss": _loss_lists(other_loss),
+        "other_doc": targets["doc"].cast(pl.Int64).gather(donors),
+        "other_t": targets["t"].cast(pl.Int32).gather(donors),
     })
 
 
@@ -340,18 +424,25 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     if report_every < 1:
         raise InfluenceError(f"report_every must be >= 1, got {report_every}")
     contexts, target_tokens = _contexts(targets, cfg)
+    donors = other_targets(targets)
+    others = with_other_far_tokens(contexts, donors, cfg.far)
+    draws = random_draws(len(target_tokens), cfg)
     fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
     group = max(1, cfg.batch_size // cfg.far)  # targets whose candidates of one step fill about one batch
     parts = []
     with torch.inference_mode():
         for start in range(0, len(target_tokens), group):
             stop = min(start + group, len(target_tokens))
-            parts.append(_group_influence(fn, contexts[start:stop], target_tokens[start:stop], cfg, device))
+            span = slice(start, stop)
+            parts.append({**_group_influence(fn, contexts[span], target_tokens[span], cfg, device),
+                          **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
+                                            cfg, device)})
             crossed = stop // report_every > start // report_every or stop == len(target_tokens)
             if progress is not None and crossed:
                 progress(stop, len(target_tokens))
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-    return _result_frame(targets, joined["long_loss"], joined["short_loss"], joined["sparse_loss"], joined["chosen"])
+    return _result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
+                         joined["chosen"], joined["random_loss"], joined["other_loss"])
 
 
 # --- the reference: one candidate at a time -----------------------------------------------------
@@ -373,34 +464,45 @@ def reference_influential_tokens(model: "nn.Module | Callable | None", targets: 
     """What :func:`influential_tokens` computes, one candidate sequence per forward (slow; for
     tests and the benchmark). Ties go to the smallest position, as there."""
     contexts, target_tokens = _contexts(targets, cfg)
+    donors = other_targets(targets)
+    draws = random_draws(len(target_tokens), cfg)
     fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
     far, window = cfg.far, list(range(cfg.far, cfg.context))
-    rows = {"long": [], "short": [], "sparse": [], "chosen": []}
+    rows = {"long": [], "short": [], "sparse": [], "chosen": [], "random": [], "other": []}
+
+    def select(loss) -> tuple[list[int], list[float]]:
+        single = {j: loss([j]) for j in range(far)}
+        if cfg.selection == "topk":
+            chosen = sorted(range(far), key=lambda j: (single[j], j))[:cfg.k_max]
+            return chosen, [single[chosen[0]]] + [loss(chosen[:k]) for k in range(2, cfg.k_max + 1)]
+        chosen, sparse = [], []
+        for _ in range(cfg.k_max):
+            best_j, best = None, float("inf")
+            for j in range(far):  # ascending, strict "<": ties keep the smallest position
+                if j not in chosen:
+                    value = single[j] if not chosen else loss(chosen + [j])
+                    if value < best:
+                        best_j, best = j, value
+            chosen.append(best_j)
+            sparse.append(best)
+        return chosen, sparse
+
     with torch.inference_mode():
-        for context, target in zip(contexts, target_tokens.tolist()):
-            def loss(far_positions):
+        for i, (context, target) in enumerate(zip(contexts, target_tokens.tolist())):
+            def loss(far_positions, context=context):
                 return sequence_loss(fn, context, target, sorted(far_positions) + window, device)
 
-            single = {j: loss([j]) for j in range(far)}
-            if cfg.selection == "greedy":
-                chosen, sparse = [], []
-                for _ in range(cfg.k_max):
-                    best_j, best = None, float("inf")
-                    for j in range(far):  # ascending, strict "<": ties keep the smallest position
-                        if j not in chosen:
-                            value = single[j] if not chosen else loss(chosen + [j])
-                            if value < best:
-                                best_j, best = j, value
-                    chosen.append(best_j)
-                    sparse.append(best)
-            else:
-                chosen = sorted(range(far), key=lambda j: (single[j], j))[:cfg.k_max]
-                sparse = [single[chosen[0]]] + [loss(chosen[:k]) for k in range(2, cfg.k_max + 1)]
+            other = np.concatenate([contexts[donors[i], :far], context[far:]])
+            chosen, sparse = select(loss)
             rows["long"].append(loss(range(far)))
             rows["short"].append(loss([]))
             rows["sparse"].append(sparse)
             rows["chosen"].append(chosen)
-    return _result_frame(targets, rows["long"], rows["short"], rows["sparse"], rows["chosen"])
+            rows["random"].append([np.mean([loss(draw[:k].tolist()) for draw in draws[i]])
+                                   for k in range(1, cfg.k_max + 1)])
+            rows["other"].append(select(lambda js: loss(js, context=other))[1])
+    return _result_frame(targets, donors, rows["long"], rows["short"], rows["sparse"], rows["chosen"],
+                         rows["random"], rows["other"])
 
 
 # --- schema -------------------------------------------------------------------------------------
@@ -423,6 +525,10 @@ class InfluenceSchema(pa.DataFrameModel):
     sparse_loss: pl.List(pl.Float64)
     chosen: pl.List(pl.Int32)
     key_token: pl.Boolean
+    random_loss: pl.List(pl.Float64)
+    other_loss: pl.List(pl.Float64)
+    other_doc: pl.Int64 = pa.Field(ge=0)
+    other_t: pl.Int32 = pa.Field(ge=1)
 
     _context = 1
     _far = 1
@@ -440,12 +546,17 @@ class InfluenceSchema(pa.DataFrameModel):
     @pa.dataframe_check
     def losses_are_finite(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(
-            pl.col("long_loss").is_finite() & pl.col("short_loss").is_finite() & _finite_elements("sparse_loss"))
+            pl.col("long_loss").is_finite() & pl.col("short_loss").is_finite() & _finite_elements("sparse_loss")
+            & _finite_elements("random_loss") & _finite_elements("other_loss"))
 
     @pa.dataframe_check
     def k_max_losses_and_picks(cls, data) -> pl.LazyFrame:
-        return data.lazyframe.select(
-            (pl.col("sparse_loss").list.len() == cls._k_max) & (pl.col("chosen").list.len() == cls._k_max))
+        return data.lazyframe.select(pl.all_horizontal(
+            pl.col(column).list.len() == cls._k_max for column in ("sparse_loss", "chosen", "random_loss", "other_loss")))
+
+    @pa.dataframe_check
+    def other_target_is_from_another_document(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select((pl.col("other_doc") != pl.col("doc")) & (pl.col("other_t") >= cls._context))
 
     @pa.dataframe_check
     def chosen_are_distinct_far_positions(cls, data) -> pl.LazyFrame:
@@ -468,12 +579,18 @@ def influence_schema(cfg: InfluenceConfig) -> type[InfluenceSchema]:
 # --- summary for the figure ---------------------------------------------------------------------
 
 
-def gain_fractions(frame: pl.DataFrame) -> np.ndarray:
-    """(L_short - L_short,sparse(k)) / (L_short - L_long) per target and k: float64 [n, k_max].
-    Undefined (inf or nan) where the gain is zero; select targets with a positive gain first."""
+LOSS_COLUMNS = ("sparse_loss", "random_loss", "other_loss")  # the selection and its two null baselines
+
+
+def gain_fractions(frame: pl.DataFrame, column: str = "sparse_loss") -> np.ndarray:
+    """(L_short - L(k)) / (L_short - L_long) per target and k: float64 [n, k_max], where L(k) is
+    ``column``: the influential tokens' loss (``sparse_loss``) or a baseline's. Undefined (inf or
+    nan) where the gain is zero; select targets with a positive gain first."""
+    if column not in LOSS_COLUMNS:
+        raise InfluenceError(f"no loss column {column!r}; known: {LOSS_COLUMNS}")
     short = frame["short_loss"].to_numpy()[:, None]
     gain = short - frame["long_loss"].to_numpy()[:, None]
-    sparse = _float_matrix(frame["sparse_loss"])
+    sparse = _float_matrix(frame[column])
     with np.errstate(divide="ignore", invalid="ignore"):
         return (short - sparse) / gain
 
@@ -499,8 +616,9 @@ def _float_matrix(series: pl.Series) -> np.ndarray:
 
 
 def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float = 2.0, n_boot: int = 1000,
-                   seed: int = 0, level: float = 0.95) -> pl.DataFrame:
-    """Median fraction of the long-context gain that k influential tokens recover, per k.
+                   seed: int = 0, level: float = 0.95, column: str = "sparse_loss") -> pl.DataFrame:
+    """Median fraction of the long-context gain that k influential tokens recover, per k (with
+    ``column``, that a baseline's k tokens recover: the same targets and resamples).
 
     Only targets with L_short - L_long > ``gain_threshold`` count. The interval is a percentile
     bootstrap over targets (``n_boot`` resamples drawn with ``seed``; the same resamples for every
@@ -517,7 +635,7 @@ def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float = 2.0, n_boot: 
     if frame.height == 0:
         raise InfluenceError("no analysed targets to summarise")
     gain = (frame["short_loss"] - frame["long_loss"]).to_numpy()
-    fractions = gain_fractions(frame.filter(pl.Series(gain > gain_threshold)))
+    fractions = gain_fractions(frame.filter(pl.Series(gain > gain_threshold)), column)
     n, k_max = fractions.shape[0], _float_matrix(frame["sparse_loss"]).shape[1]
     if n == 0:
         median = low = high = np.full(k_max, np.nan)
