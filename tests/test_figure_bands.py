@@ -67,3 +67,19 @@ def test_figure4_grid_leaves_the_fewest_panels_empty(panels, columns):
     from pipeline_src.figures.figure4 import grid_columns
 
     assert grid_columns(panels) == columns
+
+
+@pytest.mark.parametrize("rows, thin", [
+    ([(0, 10, 5), (1, 10, 6)], 2),
+    ([(0, 10, 5), (1, 10, 6), (2, 10, None)], 2),  # a diverged seed has no curve
+    ([(0, 10, 5), (1, 10, None)], 0),  # one finished seed: its curve is the mean
+    ([(s, 10, 5) for s in range(4)], 0),  # many seeds: the band says enough
+])
+def test_seed_curves_of_figures_drawing_their_own_lines(rows, thin):
+    """Figure 1 and the sparse-parity-scratchpad figure draw their seeds through the same helper."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    lines.seed_curves(ax, table(rows), 0.0, [10], "linear", "tab:blue")
+    assert len(ax.lines) == thin
+    plt.close(fig)

@@ -26,7 +26,7 @@ TASK_RUN = """\
 {{ value("train", "train.steps") }} training steps of batch {{ value("train", "train.batch_size") }} at lr
 {{ value("train", "train.lr") }}; {{ value("eval_data", "params.n_per_cell") }} evaluation samples per cell.
 Lines are means over the training seeds; bands the 95% Wilson interval of the seeds' pooled counts
-(the samples of every finished seed together); thin curves, where drawn, are the seeds' own.
+(the samples of every finished seed together); with 2 or 3 seeds, each seed's own curve is drawn thin.
 A run whose training diverged has no accuracy: it is named in red under the figure (and on the
 report's landing page) and left out of the means.
 """

@@ -61,12 +61,10 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
                 ms=3.5, color=colour, ls=VARIANT_STYLE.get(variant, "-"),
                 label=label(variant, scheme, with_variant=with_variant))
         ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.12, lw=0)
-        if per_seed is not None and 1 < part["seeds"].max() <= THIN_SEEDS:
-            run = per_seed.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
-                                  & pl.col("accuracy").is_not_null())
-            for (_,), seed in run.sort("length").group_by(["seed"], maintain_order=True):
-                ax.plot(dodged(seed["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"]),
-                        seed["accuracy"], color=colour, lw=0.6, alpha=0.5, ls=VARIANT_STYLE.get(variant, "-"))
+        if per_seed is not None:
+            run = per_seed.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
+            seed_curves(ax, run, i - (len(shown) - 1) / 2, lengths, spec["x_scale"], colour,
+                        VARIANT_STYLE.get(variant, "-"))
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
         ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
@@ -74,6 +72,17 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel(ylabel)
+
+
+def seed_curves(ax, rows: pl.DataFrame, slot: float, lengths: list, scale: str, colour, style: str = "-") -> None:
+    """Each seed's own curve, thin, from the accuracy ``rows`` of one line, when it has 2 to
+    ``THIN_SEEDS`` finished seeds (dodged by ``slot`` like the line)."""
+    finished = rows.filter(pl.col("accuracy").is_not_null())
+    if not 1 < finished["seed"].n_unique() <= THIN_SEEDS:
+        return
+    for (_,), seed in finished.sort("length").group_by(["seed"], maintain_order=True):
+        ax.plot(dodged(seed["length"].to_numpy(), slot, lengths, scale), seed["accuracy"], color=colour, lw=0.6,
+                alpha=0.5, ls=style)
 
 
 def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels: list[tuple[str, str, float | None]],
