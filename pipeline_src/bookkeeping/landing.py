@@ -21,7 +21,7 @@ from . import config as jobs
 from . import paths
 from ..language import config as lang
 from ..storage.canonical import canonical_json, config_hash
-from .provenance import code_version, flat_fields, library_versions, read_record
+from .provenance import add_values, code_version, library_versions, read_record
 from .status import cell_jobs, diff_fields, unfinished_cells
 
 
@@ -42,10 +42,7 @@ def expected_values(config: dict, figure: str) -> dict[str, dict[str, list]]:
     values: dict[str, dict[str, list]] = {}
     for rule, rule_specs in specs.items():
         for spec in rule_specs:
-            for key, value in flat_fields(spec).items():
-                found = values.setdefault(rule, {}).setdefault(key, [])
-                if value not in found:
-                    found.append(value)
+            add_values(values.setdefault(rule, {}), spec)
     return values
 
 

@@ -150,6 +150,14 @@ def trace(path: str | Path, _seen: dict | None = None) -> dict:
     return node
 
 
+def add_values(fields: dict[str, list], config: dict) -> None:
+    """Add each field of ``config`` to ``fields`` (flattened name -> distinct values seen)."""
+    for key, value in flat_fields(config).items():
+        values = fields.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+
+
 def upstream_values(inputs: list[str | Path]) -> dict[str, dict[str, list]]:
     """What ``inputs`` were made from, as a figure records it (``made_with``): per rule of their
     provenance chains (theirs included), each config field's distinct values over the rule's
@@ -164,11 +172,7 @@ def upstream_values(inputs: list[str | Path]) -> dict[str, dict[str, list]]:
         visited.add(node["path"])
         record = node["record"]
         code = {key: record.get("code", {}).get(key) for key in ("git_commit", "git_dirty")}
-        fields = found.setdefault(record.get("rule", "unknown"), {})
-        for key, value in flat_fields({**record.get("config", {}), "code": code}).items():
-            values = fields.setdefault(key, [])
-            if value not in values:
-                values.append(value)
+        add_values(found.setdefault(record.get("rule", "unknown"), {}), {**record.get("config", {}), "code": code})
         for sub in node["upstream"].values():
             walk(sub)
 
