@@ -429,7 +429,7 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     with _model_job_errors():
         result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
                                batch_size=batch_size, steps=steps, threads=threads, precision=precision,
-                               device=device)
+                               device=device, say=lambda line: click.echo(line, err=True))
     click.echo(format_report(result))
 
 
