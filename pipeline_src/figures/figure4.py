@@ -61,11 +61,13 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     rows = math.ceil(panels / columns)
     fig, axes = plt.subplots(rows, columns, squeeze=False, figsize=(3.0 * columns, 2.9 * rows), layout="constrained")
     flat = axes.ravel()
+    counts = None
     for k in range(1, k_max + 1):
         ax = flat[k - 1]
         x = xs[:, k - 1]
         if spec["plot"] == "hexbin":
-            ax.hexbin(x, y, gridsize=25, extent=(*limits, *limits), mincnt=1, bins="log", cmap="viridis")
+            counts = ax.hexbin(x, y, gridsize=25, extent=(*limits, *limits), mincnt=1, bins="log", cmap="viridis",
+                               vmin=1, vmax=frame.height)
         else:
             ax.scatter(x, y, s=6, alpha=0.5, color="tab:blue", lw=0)
         ax.plot(limits, limits, color="0.3", lw=0.8, ls="--")
@@ -98,6 +100,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax.set_xlabel("k (influential tokens)", fontsize=8)
     ax.set_ylabel("median fraction of gain recovered", fontsize=8)
     ax.set_title(f"{n} of {frame.height} targets with gain > {threshold:g}", fontsize=9)
+    if counts is not None:  # one scale for every panel (vmin, vmax fixed)
+        fig.colorbar(counts, ax=axes.ravel().tolist(), location="left", shrink=0.6, label="targets per hexagon")
     for ax in flat[panels:]:
         ax.set_visible(False)
     fig.suptitle(f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']} "
