@@ -2,7 +2,7 @@
 
 (a) scratchpad + PPC, (b) scratchpad + absolute positions with a random shift, (c) RoPE + PoSE
 without a scratchpad (answer accuracy), (d) RoPE + PoSE with a scratchpad (full-string accuracy).
-Panel (a) also shows scratchpad + coupled (oracle position IDs at evaluation), dashed, as the upper
+Panel (a) also shows scratchpad + coupled (oracle position IDs at evaluation), in its own colour, as the upper
 bound PPC aims at. Scratchpad panels score the full response by exact match. A panel whose run is
 not in the config says so.
 """
