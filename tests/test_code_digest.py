@@ -161,3 +161,15 @@ def test_a_file_that_does_not_parse_is_named(package):
     (package / "model.py").write_text("def broken(:\n")
     with pytest.raises(SyntaxError, match=r"model\.py:1: cannot parse"):
         stage_digest("train")
+
+
+def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
+    """A task's figure is drawn in figures/ (its Figure names the function there): were the drawing
+    imported by the task module, every figure change would rerun the task's whole chain."""
+    from pipeline_src.bookkeeping.code_digest import closure, entry_modules
+    from pipeline_src.tasks import TASKS
+
+    for task in TASKS:
+        for stage in ("data", "train", "evaluate"):
+            drawing = [m for m in closure(entry_modules(stage, task)) if str(m).startswith("figures")]
+            assert not drawing, f"{stage} digest of {task} covers {drawing}"

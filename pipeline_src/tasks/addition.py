@@ -148,15 +148,6 @@ def schema():
     return AdditionSchema
 
 
-def plot(spec: dict, inputs: list, outputs: list, rule: str = "addition") -> None:
-    """Exact match of the whole sum (left) and the carry out (right) against n, one line per scheme."""
-    from ..figures import lines
-
-    lines.metric_panels(spec, inputs, outputs, rule,
-                        panels=[("exact_match", "whole sum (exact match)", None), ("answer", "carry out c_{n+1}", None)],
-                        x_label="operand digits n", title="Addition: length generalization (mean over seeds)")
-
-
 TASK = Task(
     name="addition", summary="Integer addition, sum least significant digit first (Cho et al. 2024).",
     vocab=VOCAB, generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
@@ -165,5 +156,5 @@ TASK = Task(
     layout=Layout(by_k_train=False, data_fields=("n_min", "n_max"), variants=("direct",),
                   data_schema=data_schema(n_min=count("Fewest operand digits n in training."),
                                           n_max=count("Most operand digits n in training."))),
-    figure=Figure("addition", "pipeline_src.tasks.addition:plot"), cell_columns=CELL_COLUMNS,
+    figure=Figure("addition", "pipeline_src.figures.addition:plot"), cell_columns=CELL_COLUMNS,
     answer_index=-2, headline_metrics={"direct": "exact_match"}, check_section=check_section)
