@@ -40,7 +40,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                                       & (summary["k"] == k))
                 if part.is_empty():
                     continue
-                colour = colours(j / max(1, len(k_tests) - 1))
+                colour = colours(0.85 * j / max(1, len(k_tests) - 1))  # not viridis' palest yellow
                 x = lines.dodged(part["length"].to_numpy(), j - (len(k_tests) - 1) / 2, lengths, spec["x_scale"])
                 ax.plot(x, part["mean"], marker=lines.MARKERS[j % len(lines.MARKERS)], ms=3.5, color=colour,
                         label=f"k={k}")
