@@ -151,9 +151,12 @@ class OneTokenOracle:
     def __init__(self, key: int, target: int):
         self.key, self.target = key, target
 
+    def sees_key(self, tokens, position_ids):
+        return (position_ids == self.key).any(dim=1)
+
     def __call__(self, tokens, position_ids):
         logits = torch.zeros(*tokens.shape, VOCAB)
-        logits[:, -1, self.target] = 20.0 * (position_ids == self.key).any(dim=1)
+        logits[:, -1, self.target] = 20.0 * self.sees_key(tokens, position_ids)
         return logits
 
 
@@ -171,16 +174,11 @@ def test_greedy_finds_the_one_influential_token(selection):
     assert out["key_token"].all()  # gain log(32) = 3.47 > 2 and L_long < 2
 
 
-class TokenOracle:
+class TokenOracle(OneTokenOracle):
     """A "model" sure of ``target`` exactly when token ``key`` is among the tokens it sees, wherever."""
 
-    def __init__(self, key: int, target: int):
-        self.key, self.target = key, target
-
-    def __call__(self, tokens, position_ids):
-        logits = torch.zeros(*tokens.shape, VOCAB)
-        logits[:, -1, self.target] = 20.0 * (tokens == self.key).any(dim=1)
-        return logits
+    def sees_key(self, tokens, position_ids):
+        return (tokens == self.key).any(dim=1)
 
 
 def test_null_baselines_random_draws_and_another_documents_far_tokens():
