@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from pipeline_src.device import autocast, describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.training.optimizer import AdamW
 
 VOCAB_SIZE = 16
 
@@ -92,14 +93,14 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> tuple[int, int]:
 def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, warmup, precision) -> float:
     """Time ``steps`` AdamW training steps (after ``warmup`` untimed ones) on the device of
     ``tokens``; return tokens/s."""
-    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    optimizer = AdamW([(list(params), 0.01)], lr=1e-3)  # the training loop's optimizer
     device = tokens.device
 
     def step():
         with autocast(device, precision):
             logits = logits_fn(tokens, positions)
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
         loss.backward()
         optimizer.step()
 

@@ -1,10 +1,16 @@
 """The compute device of every model job (config field ``device``) and bf16 autocast.
 
 ``device`` is ``auto`` (the default: CUDA when ``torch.cuda.is_available()``, else the CPU),
-``cpu`` or ``cuda`` (the current CUDA device; Snakemake never assigns device IDs, so select a GPU
-with ``CUDA_VISIBLE_DEVICES``). ``cuda`` where CUDA is not available is a :class:`DeviceError`
-naming the field, raised when the job starts (the Snakefile may be parsed on a machine without a
-GPU, such as a cluster's login node).
+``cpu`` or ``cuda``. ``cuda`` where CUDA is not available is a :class:`DeviceError` naming the
+field, raised when the job starts (the Snakefile may be parsed on a machine without a GPU, such as a
+cluster's login node).
+
+Which GPU: Snakemake assigns no device IDs. For a local run the workflow sets ``LENGTHGEN_GPU_SLOTS``
+(GPUs, models per GPU, a folder) and caps the model jobs running at once at their product; each job
+then claims a free slot (a lock file per GPU and slot, held while the process lives, released by the
+system however it ends) and runs on that slot's GPU, so no GPU ever holds more than its share and
+jobs spread over all GPUs. Without that variable (a job run by hand, or on a cluster, where the
+scheduler gives each job its GPUs) a job uses the current CUDA device.
 
 Only the model and the batch tensors move to the device. Every random draw (batches, PoSE skips,
 offsets, analysed targets) stays on the CPU ``torch.Generator``, so the same config gives the same
@@ -19,12 +25,20 @@ metrics are exactly what they were before this setting existed.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
 
 import torch
+
+from .bookkeeping.config import SLOTS_ENV
 
 FIELD = "device"
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT = "auto"
+_held: list = []  # the open lock file of this process's slot: the claim lasts while it is open
 
 
 class DeviceError(ValueError):
@@ -41,10 +55,54 @@ def resolve_device(value: str | torch.device | None = None) -> torch.device:
     value = DEFAULT if value is None else value
     if value not in DEVICES:
         raise DeviceError(f"{FIELD}: {value!r} is not one of {list(DEVICES)}")
-    if value == "cpu" or (value == "auto" and not torch.cuda.is_available()):
+    if value == "cpu":
         return torch.device("cpu")
+    slot = claim_gpu_slot()
+    if value == "auto" and not torch.cuda.is_available():
+        return torch.device("cpu")  # (a slot of a pretend GPU, see config.GPUS_ENV, stays held)
     _require_cuda(value)
-    return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cuda", slot["gpu"] if slot else torch.cuda.current_device())
+
+
+def held_gpu_slot() -> dict | None:
+    """The GPU slot this process claimed (see :func:`claim_gpu_slot`), or None."""
+    return _held[0][1] if _held else None
+
+
+def claim_gpu_slot(wait_seconds: float = 1.0) -> dict | None:
+    """This process's GPU slot, ``{"gpu": g, "slot": s, "gpus": G, "models_per_gpu": M, "since": unix
+    time of the claim}``, claimed on
+    the first call where ``LENGTHGEN_GPU_SLOTS`` is set (None where it is not). Slots are tried slot
+    by slot across the GPUs, so jobs spread over the GPUs before any GPU takes a second one; when all
+    are held (more jobs than the workflow lets run at once), it waits for one."""
+    if _held:
+        return _held[0][1]
+    setting = os.environ.get(SLOTS_ENV)
+    if not setting:
+        return None
+    try:
+        gpus, per_gpu, folder = setting.split(",", 2)
+        gpus, per_gpu = int(gpus), int(per_gpu)
+    except ValueError:
+        raise DeviceError(f"{SLOTS_ENV}={setting!r}: expected GPUS,MODELS_PER_GPU,FOLDER") from None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    said = False
+    while True:
+        for slot in range(per_gpu):
+            for gpu in range(gpus):
+                handle = open(Path(folder) / f"gpu{gpu}.slot{slot}.lock", "a")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    continue
+                claimed = {"gpu": gpu, "slot": slot, "gpus": gpus, "models_per_gpu": per_gpu, "since": time.time()}
+                _held.append((handle, claimed))
+                return claimed
+        if not said:
+            print(f"waiting for a free GPU slot ({gpus} GPUs x {per_gpu} models, {folder})", file=sys.stderr)
+            said = True
+        time.sleep(wait_seconds)
 
 
 def _require_cuda(value: str) -> None:

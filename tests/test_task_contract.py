@@ -18,7 +18,8 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.bookkeeping.provenance import build_record
+from pipeline_src.bookkeeping.provenance import build_record, sidecar_path
+from pipeline_src.storage.canonical import sha256_file
 from pipeline_src.tasks import TASKS, get_task
 
 # Per task: the params of the determinism tests (``train``, ``eval``; the task files reuse
@@ -233,6 +234,32 @@ def test_read_missing_and_unreadable_files(tmp_path, name):
     with pytest.raises(datasets.DataError) as info:
         datasets.read(junk, schema)
     assert str(junk) in str(info.value)
+
+
+def test_a_recorded_file_is_read_by_its_digest_and_a_changed_one_refused(tmp_path):
+    """Read as the task's own data, a file :func:`datasets.write` checked and recorded is read without
+    building the schema; the same path with other bytes is refused naming both digests; without its
+    record it is checked. Read without saying so, the file is always checked."""
+    name = NAMES[0]
+    path = write(name, small_frame(name), tmp_path / "ok.parquet", record(name, "train", {}, 0))
+
+    def no_schema():
+        raise AssertionError("a file that still has its recorded bytes needs no schema check")
+
+    assert datasets.read(path, no_schema, checked_when_written=True).equals(small_frame(name))
+    with pytest.raises(AssertionError, match="needs no schema"):
+        datasets.read(path, no_schema)
+    recorded = sha256_file(path)
+    small_frame(name).head(3).write_parquet(path)  # other rows, the record left as it was
+    with pytest.raises(datasets.DataError) as info:
+        datasets.read(path, no_schema, checked_when_written=True)
+    assert str(path) in str(info.value) and recorded in str(info.value) and sha256_file(path) in str(info.value)
+    sidecar_path(path).unlink()
+    assert datasets.read(path, lambda: get_task(name).schema, checked_when_written=True).equals(
+        small_frame(name).head(3))
+    small_frame(name).drop("prompt").write_parquet(path)
+    with pytest.raises(datasets.DataError, match="missing column"):
+        datasets.read(path, lambda: get_task(name).schema, checked_when_written=True)
 
 
 # --- schema: what every write rejects -----------------------------------------------------------

@@ -129,14 +129,31 @@ def device_setting(config: dict) -> str:
     return config.get("device", DEVICE_DEFAULT)
 
 
+# A number of GPUs the workflow assumes instead of the ones it finds: pretend GPUs on a machine
+# without CUDA (tests and dry runs of GPU scheduling; the jobs then run on the CPU), or fewer GPUs.
+GPUS_ENV = "LENGTHGEN_GPUS"
+SLOTS_ENV = "LENGTHGEN_GPU_SLOTS"  # "GPUS,MODELS_PER_GPU,FOLDER": set by the workflow, read by pipeline_src.device
+
+
+def visible_gpus() -> int:
+    """How many GPUs local model jobs are spread over, found without importing torch: ``LENGTHGEN_GPUS``
+    where set, else the entries of ``CUDA_VISIBLE_DEVICES`` where set ("" or "-1": none), else the
+    GPUs the NVIDIA driver lists."""
+    if (pretend := os.environ.get(GPUS_ENV)) is not None:
+        if not pretend.isdigit():
+            raise ValueError(f"{GPUS_ENV}={pretend!r}: expected a number of GPUs (0, 1, 2, ...)")
+        return int(pretend)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return 0 if visible.strip() in ("", "-1") else len([d for d in visible.split(",") if d.strip()])
+    return len(list(Path("/proc/driver/nvidia/gpus").glob("*")))
+
+
 def gpus_per_model_job(config: dict) -> int:
-    """The ``gpu`` resource a model job (training, evaluation, language models) requests locally: 1
-    when the device setting will use CUDA, else 0. Decided without importing torch: ``auto`` counts
-    as CUDA when the NVIDIA driver lists a GPU and ``CUDA_VISIBLE_DEVICES`` does not hide them all."""
+    """The ``gpu`` resource a model job (training, evaluation, language models) requests: 1 when the
+    device setting will use CUDA, else 0. ``auto`` counts as CUDA when :func:`visible_gpus` finds one."""
     device = device_setting(config)
-    hidden = os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1")
-    has_gpu = not hidden and any(Path("/proc/driver/nvidia/gpus").glob("*"))
-    return int(device == "cuda" or (device == "auto" and has_gpu))
+    return int(device == "cuda" or (device == "auto" and visible_gpus() > 0))
 
 
 def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:

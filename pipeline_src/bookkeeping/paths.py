@@ -21,6 +21,7 @@ from pathlib import Path
 from .provenance import sidecar_path
 
 RESULTS = "results"
+GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (pipeline_src/device.py)
 FIGURE_FORMATS = ("png", "pdf")
 # The files of a trained model's folder, by their role in the train rule's output.
 TRAIN_FILES = {"model": "model.safetensors", "description": "model.json", "log_table": "train_log.parquet",

@@ -110,6 +110,18 @@ def write_sidecar(path: str | Path, record: dict) -> None:
     write_text(side, json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
+def recorded_sha256(path: str | Path) -> str | None:
+    """The SHA-256 that the sidecar of ``path`` recorded for it when it was written; None without a
+    sidecar. An unreadable sidecar is a ValueError naming it."""
+    side = sidecar_path(path)
+    try:
+        return json.loads(side.read_text())["artifact"]["sha256"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{side}: not a readable provenance record ({type(err).__name__}: {err})") from None
+
+
 def read_record(path: str | Path) -> dict:
     """The record of an artifact: from its sidecar, else from its embedded metadata."""
     path = Path(path)

@@ -67,7 +67,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     diverged = description.get("diverged")
     model = None if diverged else load_model(model_dir)[0].to(device)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
-    frame = datasets.read(eval_data, task.schema).with_row_index("row")
+    frame = datasets.read(eval_data, lambda: task.schema, checked_when_written=True).with_row_index("row")
     columns, table_columns = list(task.cell_columns), table_cell_columns(task.cell_columns)
     cells = sorted(frame.partition_by(columns, as_dict=True, maintain_order=True).items())
     results = []

@@ -1,15 +1,25 @@
-"""Task datasets as Parquet: ragged columns, schema checks on write and read, provenance metadata."""
+"""Task datasets as Parquet: ragged columns, schema checks on write and read, provenance metadata.
+
+A file is checked against its pandera schema when it is written and when it is read, except where
+the reader's schema is the writer's and the file still has the bytes that passed (see :func:`read`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Union
 
 import numpy as np
-import pandera.polars as pa
 import polars as pl
 import pyarrow as pa_arrow
 
-from ..bookkeeping.provenance import attach
+from ..bookkeeping.provenance import attach, recorded_sha256
+from .canonical import sha256_file
+
+if TYPE_CHECKING:
+    import pandera.polars as pa
+
+    Schema = Union[type[pa.DataFrameModel], Callable[[], type[pa.DataFrameModel]]]
 
 
 class DataError(ValueError):
@@ -38,6 +48,8 @@ def padded(series: pl.Series, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | Path) -> pl.DataFrame:
     """Check ``frame`` eagerly (names, dtypes and data); errors name the file and the column (an
     unknown or missing column by name, before pandera's own message)."""
+    import pandera.polars as pa
+
     expected = set(schema.to_schema().columns)
     unknown, missing = sorted(set(frame.columns) - expected), sorted(expected - set(frame.columns))
     if unknown or missing:
@@ -56,9 +68,23 @@ def write(frame: pl.DataFrame, path: str | Path, schema: type[pa.DataFrameModel]
     attach(path, record, lambda tmp, meta: frame.write_parquet(tmp, metadata=meta, statistics=False))
 
 
-def read(path: str | Path, schema: type[pa.DataFrameModel]) -> pl.DataFrame:
-    """Read a Parquet file written by :func:`write` and check it against ``schema``."""
-    return validate(load(path), schema, path)
+def read(path: str | Path, schema: Schema, *, checked_when_written: bool = False) -> pl.DataFrame:
+    """Read a Parquet file written by :func:`write` and check it against ``schema`` (a pandera model,
+    or a function that makes it when it is needed).
+
+    ``checked_when_written`` says that ``schema`` is the one the writer checked the file against (a
+    task's datasets: the task fixes their schema). Then a file whose bytes still have the SHA-256 its
+    provenance sidecar recorded is the file that passed that check and is not checked again (pandera
+    alone takes longer to import than a small job trains), and a file whose bytes changed is refused,
+    naming both digests. A file without a sidecar (made by hand) is always checked."""
+    recorded = recorded_sha256(path) if checked_when_written else None
+    frame = load(path)
+    if recorded is None:
+        return validate(frame, schema if isinstance(schema, type) else schema(), path)
+    if (actual := sha256_file(path)) != recorded:
+        raise DataError(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
+                        "make it again, or delete its .prov.json to check it against the schema as it is")
+    return frame
 
 
 def load(path: str | Path) -> pl.DataFrame:

@@ -38,10 +38,11 @@ import torch.nn.functional as F
 
 from ..storage import datasets
 from ..storage.atomic import write_text
+from .optimizer import AdamW
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
-from ..device import autocast, describe_device, resolve_device
+from ..device import autocast, describe_device, held_gpu_slot, resolve_device
 from ..model import Decoder
 from ..model_config import model_config
 from ..schemes import get_scheme
@@ -80,12 +81,11 @@ def build_model(spec: dict, vocab_size: int) -> Decoder:
     return Decoder(cfg)
 
 
-def make_optimizer(model: Decoder, opt: dict) -> torch.optim.AdamW:
+def make_optimizer(model: Decoder, opt: dict) -> AdamW:
     """AdamW with weight decay on weight matrices and embeddings only (not on biases or LayerNorm)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": opt["weight_decay"]}, {"params": other, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=opt["lr"], betas=tuple(opt["betas"]), eps=1e-8)
+    return AdamW([(decay, opt["weight_decay"]), (other, 0.0)], lr=opt["lr"], betas=tuple(opt["betas"]), eps=1e-8)
 
 
 class TaskSource:
@@ -105,7 +105,7 @@ class TaskSource:
 
     def __init__(self, spec: dict, train_data: Path):
         task, scheme = get_task(spec["task"]), get_scheme(spec["scheme"])
-        self.table = SequenceTable.from_frame(datasets.read(train_data, task.schema), coupled=scheme.coupled)
+        self.table = SequenceTable.from_frame(datasets.read(train_data, lambda: task.schema, checked_when_written=True), coupled=scheme.coupled)
         self.opt, self.pending = spec["train"], []
         self.vocab_size = len(task.vocab)
         self.inputs = {"train_data": train_data}
@@ -155,7 +155,8 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
         say(f"resuming {out_dir} from step {step}")
     saved_step = step if resume_path.exists() else None  # the step of the last good checkpoint
     say(f"training {spec['task']}/{spec['variant']}/{scheme.name}/seed{spec['seed']}: "
-        f"{model.num_parameters():,} parameters, {source.summary}, {opt['steps']} steps on {describe_device(device)}")
+        f"{model.num_parameters():,} parameters, {source.summary}, {opt['steps']} steps on {describe_device(device)}"
+        + (f" (GPU {slot['gpu']}, slot {slot['slot']})" if (slot := held_gpu_slot()) else ""))
 
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
@@ -165,8 +166,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             if stop_at_step is not None and step >= stop_at_step:
                 return {"stopped_at": step}
             lr = learning_rate(step, opt["lr"], opt["warmup_steps"], total, opt["final_lr_ratio"])
-            for group in optimizer.param_groups:
-                group["lr"] = lr
+            optimizer.lr = lr
             batch = source.next_batch(generator)
             # the transform sees the whole sequence, so the last target's ID obeys it too (ppc learns it)
             positions = scheme.train_ids(batch.positions, batch.lengths + 1,
@@ -188,7 +188,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             loss_value = loss.item()
             if not math.isfinite(loss_value):
                 raise _diverged(spec, out_dir, step + 1, f"the loss is {loss_value}", resume_path, saved_step)
-            optimizer.zero_grad(set_to_none=True)
+            optimizer.zero_grad()
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]).item()
             if not math.isfinite(grad_norm):  # stop before the update writes NaN into the weights
@@ -315,6 +315,8 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
                "config_hash": record["config_hash"], "device": device}
     if diverged:
         summary["diverged"] = diverged
+    if slot := held_gpu_slot():
+        summary["gpu_slot"] = slot  # which GPU and slot of a local run's GPUs x models_per_gpu it held
     if source.heldout_every:
         heldout = pl.DataFrame(heldout_log, schema=HELDOUT_SCHEMA, orient="row")
         attach(out_dir / "heldout_log.parquet", record,

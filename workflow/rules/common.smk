@@ -32,9 +32,15 @@ wildcard_constraints:
 
 
 # The gpu resource of every model job: 1 when its device setting will use CUDA, else 0 (see
-# jobs.gpus_per_model_job); the local profile's ``resources: gpu`` limit then keeps GPU jobs from
-# sharing one GPU. The slurm profile sets its own.
+# jobs.gpus_per_model_job). Run locally, at most GPUs x models_per_gpu model jobs run at once (a
+# --resources gpu=N of the user's wins), and each job claims a slot of one GPU through
+# LENGTHGEN_GPU_SLOTS (pipeline_src/device.py). On a cluster the scheduler gives each job its GPU.
 GPUS_PER_MODEL_JOB = jobs.gpus_per_model_job(config)
+if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
+    GPUS = max(1, jobs.visible_gpus())  # device: cuda where none is seen: the job's own check speaks
+    if "gpu" not in workflow.global_resources:
+        workflow.register_resource("gpu", GPUS * config["models_per_gpu"])
+    os.environ[jobs.SLOTS_ENV] = f"{GPUS},{config['models_per_gpu']},{os.path.abspath(paths.GPU_SLOTS)}"
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}

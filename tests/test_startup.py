@@ -1,0 +1,51 @@
+"""A small job's start-up: a training job imports neither torch's compiler stack nor pandera, and
+the console script ends with the command's status once its output is flushed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pipeline_src.cli import main
+from tests.conftest import REPO, tiny_train_spec
+
+HEAVY = ("torch._dynamo", "pandera", "pandas")  # what a training job has no use for
+
+
+def lengthgen(*args: str) -> subprocess.CompletedProcess:
+    """``lengthgen ARGS`` as the console script runs it (``python -m pipeline_src.cli``)."""
+    return subprocess.run([sys.executable, "-m", "pipeline_src.cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+
+
+def train_args(spec: dict, train_data, out_dir) -> list[str]:
+    return ["train", "--spec", json.dumps(spec), "--train-data", str(train_data), "--out-dir", str(out_dir)]
+
+
+def test_a_training_job_imports_no_compiler_and_no_pandera(tmp_path, train_data):
+    args = train_args(tiny_train_spec(steps=3), train_data, tmp_path / "model")
+    code = ("import sys\nfrom pipeline_src.cli import main\n"
+            f"main(args={args!r}, standalone_mode=False)\n"
+            f"print([name for name in {HEAVY!r} if name in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "model" / "model.safetensors").exists()
+
+
+def test_console_script_flushes_its_output_and_keeps_the_status(tmp_path, train_data):
+    done = lengthgen(*train_args(tiny_train_spec(steps=3), train_data, tmp_path / "model"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stderr.strip().splitlines()[-1])["steps"] == 3  # the summary, whole
+    helped = lengthgen("--help")  # into a pipe: block-buffered, so only a flush gets it out
+    assert helped.returncode == 0 and "Usage: " in helped.stdout
+    assert all(f"  {name} " in helped.stdout for name in main.commands)  # to the last line
+
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet")
+    failed = lengthgen(*train_args(tiny_train_spec(steps=3), junk, tmp_path / "other"))
+    assert failed.returncode == 1 and "junk.parquet" in failed.stderr
+
+    bad = lengthgen("train", "--spec", "{", "--train-data", str(train_data), "--out-dir", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "not valid JSON" in bad.stderr
