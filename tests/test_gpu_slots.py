@@ -25,7 +25,7 @@ def claimer(folder: Path, hold: float) -> subprocess.Popen:
 
 
 def test_slots_spread_over_the_gpus_and_a_fifth_job_waits_for_a_free_one(tmp_path):
-    holders = [claimer(tmp_path, 20) for _ in range(4)]
+    holders = [claimer(tmp_path, 300) for _ in range(4)]  # held until killed below
     claimed = [eval(p.stdout.readline()) for p in holders]  # noqa: S307 (our own dict literal)
     assert sorted((c["gpu"], c["slot"]) for c in claimed) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     fifth = claimer(tmp_path, 0)
@@ -70,7 +70,7 @@ def test_two_pretend_gpus_two_models_each_run_four_training_jobs_at_once(tmp_pat
     workdir = copy_workflow(tmp_path)
     env = {GPUS_ENV: "2"}
     args = ("all", "--until", "train", "--configfile", "config/smoke.yaml", "--config", "models_per_gpu=2")
-    done = snakemake(workdir, *args, "--cores", "4", env=env)
+    done = snakemake(workdir, *args, "--cores", "6", env=env)  # cores for 6: the GPU slots cap it at 4
     assert most_started(done.stdout + done.stderr) == 4
     held = {0: [], 1: []}  # GPU -> (claimed, finished) of each job on it
     for summary in workdir.glob("results/train/*/*/*/*/summary.json"):

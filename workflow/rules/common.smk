@@ -34,7 +34,7 @@ wildcard_constraints:
 # The gpu resource of every model job: 1 when its device setting will use CUDA, else 0 (see
 # jobs.gpus_per_model_job). Run locally, at most GPUs x models_per_gpu model jobs run at once (a
 # --resources gpu=N of the user's wins), and each job claims a slot of one GPU through
-# LENGTHGEN_GPU_SLOTS (pipeline_src/device.py). On a cluster the scheduler gives each job its GPU.
+# LENGTHGEN_GPU_SLOTS (pipeline_src/device.py). On a cluster, profiles/slurm packs them onto GPUs.
 GPUS_PER_MODEL_JOB = jobs.gpus_per_model_job(config)
 if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
     GPUS = max(1, jobs.visible_gpus())  # device: cuda where none is seen: the job's own check speaks
