@@ -61,7 +61,9 @@ def resolve_device(value: str | torch.device | None = None) -> torch.device:
     if value == "auto" and not torch.cuda.is_available():
         return torch.device("cpu")  # (a slot of a pretend GPU, see config.GPUS_ENV, stays held)
     _require_cuda(value)
-    return torch.device("cuda", slot["gpu"] if slot else torch.cuda.current_device())
+    if slot:
+        torch.cuda.set_device(slot["gpu"])  # kernels that name no device run there too
+    return torch.device("cuda", torch.cuda.current_device())
 
 
 def held_gpu_slot() -> dict | None:
@@ -70,11 +72,11 @@ def held_gpu_slot() -> dict | None:
 
 
 def claim_gpu_slot(wait_seconds: float = 1.0) -> dict | None:
-    """This process's GPU slot, ``{"gpu": g, "slot": s, "gpus": G, "models_per_gpu": M, "since": unix
-    time of the claim}``, claimed on
-    the first call where ``LENGTHGEN_GPU_SLOTS`` is set (None where it is not). Slots are tried slot
-    by slot across the GPUs, so jobs spread over the GPUs before any GPU takes a second one; when all
-    are held (more jobs than the workflow lets run at once), it waits for one."""
+    """This process's GPU slot, ``{"gpu": g, "slot": s, "gpus": G, "models_per_gpu": M, "since": the
+    claim's unix time}``, claimed on the first call where ``LENGTHGEN_GPU_SLOTS`` is set (None where
+    it is not). Slots are tried slot by slot across the GPUs, so jobs spread over the GPUs before any
+    GPU takes a second one; when all are held (more jobs than the workflow lets run at once), it
+    waits for one."""
     if _held:
         return _held[0][1]
     setting = os.environ.get(SLOTS_ENV)

@@ -197,3 +197,18 @@ def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch
     assert gpus_per_model_job({"device": "cuda"}) == 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpus_per_model_job({"device": "auto"}) == 0
+
+
+def test_the_gpus_model_jobs_spread_over(monkeypatch):
+    from pipeline_src.bookkeeping.config import GPUS_ENV, gpus_per_model_job, visible_gpus
+
+    monkeypatch.delenv(GPUS_ENV, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")
+    assert visible_gpus() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert visible_gpus() == 0
+    monkeypatch.setenv(GPUS_ENV, "2")  # pretend GPUs: auto model jobs are scheduled as GPU jobs
+    assert visible_gpus() == 2 and gpus_per_model_job({"device": "auto"}) == 1
+    monkeypatch.setenv(GPUS_ENV, "two")
+    with pytest.raises(ValueError, match=GPUS_ENV):
+        visible_gpus()
