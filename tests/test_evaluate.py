@@ -29,9 +29,9 @@ quiet = {"progress": lambda _: None}
 TASK_DATA = {
     "parity_scratchpad": ({"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 200},
                           {"lengths": [2, 6], "scratchpad": True, "n_per_cell": 12}),
-    "variable_assignment": ({"n_vars": 16, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True,
+    "variable_assignment": ({"n_vars": 16, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True,
                              "n_samples": 200},
-                            {"n_vars": 16, "lengths": [2, 5], "d_max": 4, "scratchpad": True, "n_per_cell": 12}),
+                            {"n_vars": 16, "name_tokens": 1, "lengths": [2, 5], "d_max": 4, "scratchpad": True, "n_per_cell": 12}),
 }
 
 

@@ -40,9 +40,9 @@ SPECS = {
         "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
     },
     "variable_assignment": {
-        "train": {"n_vars": 24, "n_min": 2, "n_max": 16, "d_max": 4, "scratchpad": True, "n_samples": 200},
-        "eval": {"n_vars": 24, "lengths": [1, 3, 8, 24], "d_max": 4, "scratchpad": True, "n_per_cell": 40},
-        "small": {"n_vars": 24, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True, "n_samples": 30},
+        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "scratchpad": True, "n_samples": 200},
+        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "scratchpad": True, "n_per_cell": 40},
+        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True, "n_samples": 30},
         "regrid": [[24, 8, 2]],
     },
     "sparse_parity_scratchpad": {

@@ -31,49 +31,68 @@ generate = functools.partial(generate_task, NAME)
 train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
 
 
-def parse(prompt_ids, prompt_pos):
-    """Decode ``<bos> statements ? q =`` into [(lhs, rhs, ID)] in prompt order and the query."""
+def parse(prompt_ids, prompt_pos, name_tokens=1):
+    """Decode ``<bos> statements ? q =`` into [(lhs, rhs, ID, tokens)] in prompt order and the
+    query; a name is the tuple of its ``name_tokens`` letters, a digit a 1-tuple."""
     tokens = VOCAB.decode(prompt_ids)
-    assert tokens[0] == "<bos>" and tokens[-3] == "?" and tokens[-1] == "=", tokens
-    body, body_pos = tokens[1:-3], prompt_pos[1:-3]
-    assert len(body) % 4 == 0, tokens
-    statements = []
-    for j in range(0, len(body), 4):
-        lhs, eq, rhs, semi = body[j:j + 4]
-        assert lhs.startswith("v") and eq == "=" and semi == ";", body[j:j + 4]
-        assert rhs.startswith("v") or rhs in DIGITS, rhs
-        ids = set(body_pos[j:j + 4])
-        assert len(ids) == 1, body_pos[j:j + 4]  # the 4 tokens of a statement share one ID
-        statements.append((lhs, rhs, ids.pop()))
-    query = tokens[-2]
-    assert query.startswith("v")
+    assert tokens[0] == "<bos>" and tokens[-1] == "=", tokens
+    assert tokens[-2 - name_tokens] == "?", tokens
+    body, body_pos = tokens[1:-2 - name_tokens], prompt_pos[1:-2 - name_tokens]
+    assert body and body[-1] == ";", tokens
+    statements, start = [], 0
+    for end in (i for i, token in enumerate(body) if token == ";"):
+        words, ids = body[start:end], set(body_pos[start:end + 1])
+        assert len(ids) == 1, body_pos[start:end + 1]  # the tokens of a statement share one ID
+        assert words.count("=") == 1, words
+        lhs, rhs = tuple(words[:words.index("=")]), tuple(words[words.index("=") + 1:])
+        assert len(lhs) == name_tokens and all(t.startswith("v") for t in lhs), words
+        assert rhs in {(c,) for c in DIGITS} or (len(rhs) == name_tokens and all(t.startswith("v") for t in rhs)), words
+        statements.append((lhs, rhs, ids.pop(), end + 1 - start))
+        start = end + 1
+    query = tuple(tokens[-1 - name_tokens:-1])
+    assert all(t.startswith("v") for t in query)
     return statements, query
 
 
 def follow(statements, query):
     """The chain from ``query`` to its digit: [(rhs, ID of the statement read)] hop by hop."""
-    table = {lhs: (rhs, sid) for lhs, rhs, sid in statements}
+    table = {lhs: (rhs, sid) for lhs, rhs, sid, _ in statements}
     hops, current = [], query
     while True:
         rhs, sid = table[current]
         hops.append((rhs, sid))
-        if rhs in DIGITS:
+        if rhs[0] in DIGITS:
             return hops
         current = rhs
         assert len(hops) <= len(statements), "cycle"
 
 
-@pytest.fixture(scope="module")
-def plain_frame() -> pl.DataFrame:
-    return generate("eval", EVAL_PLAIN, 5)
+# frames by kind: one-token names (the default), and names of 2 and 3 letters (n_vars = 5^2, 3^3)
+PARAMS = {
+    "train": TRAIN, "eval": EVAL, "plain": EVAL_PLAIN,
+    "train_2": {**TRAIN, "n_vars": 25, "name_tokens": 2},
+    "eval_3": {**EVAL, "n_vars": 27, "name_tokens": 3},
+    "plain_2": {**EVAL_PLAIN, "n_vars": 25, "name_tokens": 2},
+}
+FRAMES = sorted(PARAMS)
 
 
-FRAMES = ["train", "eval", "plain"]
+@functools.cache
+def frame_of(which: str) -> pl.DataFrame:
+    """Training frames with seed 11, evaluation frames with seed 5 (as ``frame_fixtures``)."""
+    if which.startswith("train"):
+        return generate("train", PARAMS[which], 11)
+    return generate("eval", PARAMS[which], 5)
 
 
 @pytest.fixture
-def frames(train_frame, eval_frame, plain_frame):
-    return {"train": train_frame, "eval": eval_frame, "plain": plain_frame}
+def frames():
+    return {which: frame_of(which) for which in FRAMES}
+
+
+def letters_of(params) -> int:
+    """A, the letters of a name: A^name_tokens = n_vars."""
+    return round(params["n_vars"] ** (1 / params["name_tokens"]))
 
 
 # --- blocks and the scratchpad flag -------------------------------------------------------------
@@ -88,31 +107,32 @@ def test_blocks_do_not_change_the_law(monkeypatch):
     assert frame.height == 50
 
 
-def test_scratchpad_flag_changes_only_the_response(eval_frame, plain_frame):
+def test_scratchpad_flag_changes_only_the_response(eval_frame):
     same = ["length", "n_statements", "depth", "prompt", "prompt_pos", "answer"]
-    assert eval_frame.select(same).equals(plain_frame.select(same))
+    assert eval_frame.select(same).equals(frame_of("plain").select(same))
 
 
 # --- labels, invariants and coupled IDs ---------------------------------------------------------
 
 @pytest.mark.parametrize("which", FRAMES)
 def test_statements_and_chains_are_well_formed(which, frames):
-    params = {"train": TRAIN, "eval": EVAL, "plain": EVAL_PLAIN}[which]
+    params = PARAMS[which]
     frame = frames[which]
     assert frame.height > 0
+    letters = letters_of(params)
     for row in frame.iter_rows(named=True):
-        statements, query = parse(row["prompt"], row["prompt_pos"])
+        statements, query = parse(row["prompt"], row["prompt_pos"], params["name_tokens"])
         n = len(statements)
         assert row["n_statements"] == row["length"] == n
-        assert len(row["prompt"]) == 4 * n + 4
+        assert len(row["prompt"]) == 1 + sum(s[3] for s in statements) + params["name_tokens"] + 2
         lhs = [s[0] for s in statements]
         assert len(set(lhs)) == n  # every variable on a left side at most once
-        names = set(lhs) | {s[1] for s in statements if s[1].startswith("v")}
+        names = set(lhs) | {s[1] for s in statements if s[1][0].startswith("v")}
         assert names == set(lhs)  # every right-hand variable is assigned: the n variables are all
-        assert all(int(v[1:]) < params["n_vars"] for v in names)
+        assert all(int(letter[1:]) < letters for name in names for letter in name)
         assert query in lhs
         for head in lhs:  # every chain, distractors included, ends in a digit
-            assert follow(statements, head)[-1][0] in DIGITS
+            assert follow(statements, head)[-1][0][0] in DIGITS
         heads = set(lhs) - {s[1] for s in statements}
         assert query in heads  # the query starts its chain
         for head in heads:  # distractor chains follow the depth law too (the last one cut to fit)
@@ -121,53 +141,58 @@ def test_statements_and_chains_are_well_formed(which, frames):
         hops = follow(statements, query)
         assert row["depth"] == len(hops)
         assert 1 <= row["depth"] <= min(params["d_max"], n)
-        assert row["answer"] == int(hops[-1][0])
+        assert row["answer"] == int(hops[-1][0][0])
 
 
 @pytest.mark.parametrize("which", FRAMES)
 def test_response_follows_the_chain(which, frames):
-    frame = frames[which]
-    for row in frame.iter_rows(named=True):
-        statements, query = parse(row["prompt"], row["prompt_pos"])
+    params = PARAMS[which]
+    for row in frames[which].iter_rows(named=True):
+        statements, query = parse(row["prompt"], row["prompt_pos"], params["name_tokens"])
         hops = follow(statements, query)
         response = VOCAB.decode(row["response"])
-        if which == "plain":
-            assert response == [hops[-1][0], "<eos>"]
+        if which.startswith("plain"):
+            assert response == [hops[-1][0][0], "<eos>"]
         else:
-            assert response == [rhs for rhs, _ in hops] + ["<eos>"]
+            assert response == [token for rhs, _ in hops for token in rhs] + ["<eos>"]
 
 
 @pytest.mark.parametrize("which", FRAMES)
 def test_coupled_ids_follow_the_rule(which, frames):
-    """<bos> 0; statement j -> r+j; `? q =` -> r+n+1..r+n+3; <eos> -> r+n+4 (r = 1)."""
-    r = 1
+    """<bos> 0; every token of statement j -> r+j; `?` r+n+1, each letter of q r+n+2, `=` r+n+3;
+    <eos> -> r+n+4 (r = 1)."""
+    r, per_name = 1, PARAMS[which]["name_tokens"]
     for row in frames[which].iter_rows(named=True):
         n = row["n_statements"]
-        expected = [0] + [r + j for j in range(n) for _ in range(4)] + [r + n + 1, r + n + 2, r + n + 3]
+        statements, _ = parse(row["prompt"], row["prompt_pos"], per_name)
+        expected = ([0] + [r + j for j, statement in enumerate(statements) for _ in range(statement[3])]
+                    + [r + n + 1] + [r + n + 2] * per_name + [r + n + 3])
         assert row["prompt_pos"] == expected
         assert row["response_pos"][-1] == r + n + 4
 
 
 @pytest.mark.parametrize("which", FRAMES)
 def test_each_response_token_has_the_id_of_the_statement_it_reads(which, frames):
-    """Locality: each response token's ID is that of the statement whose rhs it is, and that
-    statement's lhs is the previous hop's variable (the query for the first hop)."""
+    """Locality: each response token's ID is that of the statement whose rhs it is part of, and
+    that statement's lhs is the previous hop's variable (the query for the first hop)."""
+    params = PARAMS[which]
     for row in frames[which].iter_rows(named=True):
-        statements, query = parse(row["prompt"], row["prompt_pos"])
-        by_id = {sid: (lhs, rhs) for lhs, rhs, sid in statements}
+        statements, query = parse(row["prompt"], row["prompt_pos"], params["name_tokens"])
+        by_id = {sid: (lhs, rhs) for lhs, rhs, sid, _ in statements}
         response = VOCAB.decode(row["response"])[:-1]
         ids = row["response_pos"][:-1]
-        if which == "plain":  # only the answer: read from the chain's last statement
+        if which.startswith("plain"):  # only the answer: read from the chain's last statement
             lhs, rhs = by_id[ids[0]]
-            assert rhs == response[0]
+            assert rhs == (response[0],)
             assert follow(statements, query)[-1] == (rhs, ids[0])
             continue
-        previous = query
-        for token, sid in zip(response, ids):
-            lhs, rhs = by_id[sid]
-            assert rhs == token
+        previous, at = query, 0
+        while at < len(response):
+            lhs, rhs = by_id[ids[at]]
+            assert tuple(response[at:at + len(rhs)]) == rhs
+            assert set(ids[at:at + len(rhs)]) == {ids[at]}
             assert lhs == previous
-            previous = token
+            previous, at = rhs, at + len(rhs)
 
 
 def test_depth_law_and_statement_counts(train_frame):
@@ -193,6 +218,23 @@ def test_answers_digits_and_variables_are_spread(train_frame):
     assert set(used) == {f"v{i}" for i in range(TRAIN["n_vars"])}  # all names, not just v0..v{n_max-1}
 
 
+def test_multi_token_names_are_all_words_of_their_letters():
+    """With 2-token names over 5 letters every one of the 25 words is used as a name, and the same
+    seed draws the same samples as with one-token names, spelled differently: the lengths, depths,
+    answers and the IDs of the statements the response reads are equal."""
+    params = PARAMS["train_2"]
+    frame = frame_of("train_2")
+    words = set()
+    for row in frame.head(600).iter_rows(named=True):
+        words.update(s[0] for s in parse(row["prompt"], row["prompt_pos"], 2)[0])
+    assert words == {(f"v{a}", f"v{b}") for a in range(5) for b in range(5)}
+    one_token = generate("train", {**params, "name_tokens": 1}, 11)
+    same = ["length", "n_statements", "depth", "answer"]
+    assert frame.select(same).equals(one_token.select(same))
+    reads = [sorted(set(ids[:-1])) for ids in frame["response_pos"].to_list()]
+    assert reads == [sorted(set(ids[:-1])) for ids in one_token["response_pos"].to_list()]
+
+
 def test_query_statement_position_is_uniform(eval_frame):
     """The shuffle puts the query statement anywhere: its ID spreads over all n statements."""
     cell = eval_frame.filter(pl.col("length") == 3)
@@ -200,16 +242,22 @@ def test_query_statement_position_is_uniform(eval_frame):
     assert set(first) == {1, 2, 3}
 
 
-def test_sequence_tokens_and_max_position(eval_frame, plain_frame):
-    for frame, params in ((eval_frame, EVAL), (plain_frame, EVAL_PLAIN)):
-        for row in frame.iter_rows(named=True):
-            used = len(row["prompt"]) + len(row["response"])
-            assert used <= TASK.sequence_tokens(row["length"], params) <= TASK.sequence_tokens(row["length"])
-            assert TASK.max_position_id(row["length"]) == max(row["prompt_pos"] + row["response_pos"])
-        for n in EVAL["lengths"]:  # the exact bound is reached
-            lengths = frame.filter(pl.col("length") == n).select(
-                pl.col("prompt").list.len() + pl.col("response").list.len())
-            assert lengths.max().item() == TASK.sequence_tokens(n, params)
+@pytest.mark.parametrize("which", ["eval", "plain", "eval_3", "plain_2"])
+def test_sequence_tokens_and_max_position(which, frames):
+    frame, params = frames[which], PARAMS[which]
+    for row in frame.iter_rows(named=True):
+        used = len(row["prompt"]) + len(row["response"])
+        assert used <= TASK.sequence_tokens(row["length"], params)
+        if params["name_tokens"] == 1:
+            assert TASK.sequence_tokens(row["length"], params) <= TASK.sequence_tokens(row["length"])
+        assert TASK.max_position_id(row["length"]) == max(row["prompt_pos"] + row["response_pos"])
+    # the exact bound is reached: always with one-token names; with longer ones where one chain
+    # (n <= d_max) of full depth is likely among the cell's samples
+    reached = [n for n in params["lengths"] if params["name_tokens"] == 1 or n <= params["d_max"]]
+    for n in reached:
+        lengths = frame.filter(pl.col("length") == n).select(
+            pl.col("prompt").list.len() + pl.col("response").list.len())
+        assert lengths.max().item() == TASK.sequence_tokens(n, params)
 
 
 # --- evaluation grid and parameter errors -------------------------------------------------------
@@ -226,6 +274,9 @@ def test_eval_grid_cells():
     ("train", {**TRAIN, "n_min": 0}),
     ("train", {**TRAIN, "d_max": 0}),
     ("train", {**TRAIN, "scratchpad": "yes"}),
+    ("train", {**TRAIN, "name_tokens": 2}),  # 24 names are not a square number of words
+    ("train", {**TRAIN, "n_vars": 27, "name_tokens": 2}),
+    ("train", {**TRAIN, "name_tokens": 0}),
     ("eval", {**EVAL, "lengths": [3, 3]}),
     ("eval", {**EVAL, "lengths": []}),
 ])
@@ -241,10 +292,13 @@ def test_n_vars_error_says_why():
 
 # --- schema checks specific to this task (the shared ones are in test_task_contract.py) ---------
 
-def test_plain_frame_round_trips(tmp_path, plain_frame):
-    """Answer-only responses (no scratchpad) pass the schema too."""
-    path = write(NAME, plain_frame, tmp_path / "plain.parquet", record(NAME, "eval", EVAL_PLAIN, 5))
-    assert datasets.read(path, TASK.schema).equals(plain_frame)
+@pytest.mark.parametrize("which", ["plain", "train_2", "eval_3", "plain_2"])
+def test_frames_round_trip(tmp_path, which):
+    """Answer-only responses (no scratchpad) and multi-token names pass the schema too."""
+    frame = frame_of(which)
+    split = "train" if which.startswith("train") else "eval"
+    path = write(NAME, frame, tmp_path / "frame.parquet", record(NAME, split, PARAMS[which], 5))
+    assert datasets.read(path, TASK.schema).equals(frame)
 
 
 BAD_FRAMES = {

@@ -12,9 +12,16 @@ prompt order j (0-based) -> r+j; ``?``, ``q``, ``=`` -> r+n+1, r+n+2, r+n+3; eac
 except ``<eos>`` -> the ID of the statement whose right-hand side it is (input-dependent);
 ``<eos>`` -> r+n+4.
 
-Variable names are drawn per sample as a uniform random n-subset of ``v0..v{n_vars-1}`` in random
+Variable names are drawn per sample as a uniform random n-subset of the ``n_vars`` names in random
 order, so every name is trained even when training uses fewer statements than evaluation. The
-vocabulary is fixed (``MAX_VARS`` names); ``n_vars`` selects how many of them are used.
+vocabulary is fixed (``MAX_VARS`` name tokens). With ``name_tokens`` L = 1 (the default) name k is
+the one token ``v{k}``. With L > 1 a name is a word of L letters: the letters are the first A name
+tokens ``v0..v{A-1}``, where A^L = n_vars, and name k is k written in base A (most significant
+letter first), so the n_vars names are all words of L letters. The same seed draws the same
+chains, digits and name indices for every L; only the spelling differs. A statement then has
+2L + 2 tokens (L + 3 when its right side is a digit), all with the statement's ID; the query's L
+letters share r+n+2, and a scratchpad hop to a variable has its L letters, all with the ID of the
+statement they are read from.
 
 Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure function of
 (params, seed).
@@ -36,17 +43,27 @@ OFFSET = 1  # r at evaluation
 CELL_COLUMNS = ("length",)
 PREFIX = "variable_assignment: "  # of the generators' errors
 BLOCK = 4096  # samples drawn per block: bounds the [block, n_vars] key matrix
+DROP = -1  # marks the unused letter columns of a digit in a name-sized slot
 
 
-def check_vars(n_vars: int, largest_n: int, prefix: str = "") -> None:
-    """1 <= n_vars <= MAX_VARS, and n_vars >= ``largest_n``, the largest statement count: a sample with
-    n statements needs n distinct variables. ``check_section`` calls it on the config (``prefix``
-    "data."), the generators on their params; the ValueError names the field."""
+def check_vars(n_vars: int, largest_n: int, prefix: str = "", name_tokens: int = 1) -> int:
+    """1 <= n_vars <= MAX_VARS, n_vars >= ``largest_n`` (the largest statement count: a sample with
+    n statements needs n distinct variables) and, for names of ``name_tokens`` L > 1 tokens, n_vars
+    = A^L for a whole number of letters A >= 2. Returns A (n_vars when L = 1). ``check_section``
+    calls it on the config (``prefix`` "data."), the generators on their params; the ValueError
+    names the field."""
     if not 1 <= n_vars <= MAX_VARS:
         raise ValueError(f"{prefix}n_vars={n_vars} must lie in 1..{MAX_VARS}")
     if n_vars < largest_n:
         raise ValueError(f"{prefix}n_vars={n_vars} is smaller than the largest statement count {largest_n}: "
                          f"a sample with n statements needs n distinct variables")
+    if not isinstance(name_tokens, int) or isinstance(name_tokens, bool) or name_tokens < 1:
+        raise ValueError(f"{prefix}name_tokens={name_tokens!r} must be a whole number >= 1")
+    letters = round(n_vars ** (1 / name_tokens))
+    if letters ** name_tokens != n_vars or (name_tokens > 1 and letters < 2):
+        raise ValueError(f"{prefix}n_vars={n_vars} is not a power A^{name_tokens} of a letter count A >= 2, "
+                         f"as names of name_tokens={name_tokens} letters need (e.g. n_vars=64 with 2 or 3)")
+    return letters
 
 
 def depth_law(rng: np.random.Generator, n: np.ndarray, d_max: int) -> np.ndarray:
@@ -57,16 +74,38 @@ def depth_law(rng: np.random.Generator, n: np.ndarray, d_max: int) -> np.ndarray
     return 1 + (rng.random(len(n)) * high).astype(np.int64)
 
 
+def spell(names: np.ndarray, letters: int, name_tokens: int) -> np.ndarray:
+    """The tokens of name indices ``names`` [...]: their base-``letters`` digits, most significant
+    first, as name tokens ``v0..`` [..., name_tokens]."""
+    powers = letters ** np.arange(name_tokens - 1, -1, -1)
+    return VAR0 + (names[..., None] // powers) % letters
+
+
+def compact(tokens: np.ndarray, positions: np.ndarray, keep: np.ndarray, start: int = 0):
+    """Move each row's kept entries of ``tokens``/``positions`` [N, W] to the left, in order, after
+    ``start`` leading columns left empty; returns (tokens, positions, kept count), right-padded
+    with 0 to ``start`` + the largest count."""
+    kept = keep.sum(axis=1)
+    rows, cols = np.nonzero(keep)
+    dest = start + np.cumsum(keep, axis=1)[rows, cols] - 1
+    out_tokens = np.zeros((len(tokens), start + int(kept.max())), dtype=np.int64)
+    out_positions = np.zeros_like(out_tokens)
+    out_tokens[rows, dest] = tokens[rows, cols]
+    out_positions[rows, dest] = positions[rows, cols]
+    return out_tokens, out_positions, kept
+
+
 def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, d_max: int,
-           scratchpad: bool) -> dict[str, np.ndarray]:
+           scratchpad: bool, name_tokens: int = 1) -> dict[str, np.ndarray]:
     """Draw one sample per entry of ``n`` (statements) and ``d`` (query depth, 1 <= d <= n).
 
     Statements are first laid out in *slots*: slots 0..d-1 are the query chain (slot j's lhs is
     variable j, its rhs variable j+1, slot d-1's rhs the answer digit); slots d..n-1 hold distractor
     chains, consecutive in the same way, with depths drawn i.i.d. from Unif{1..d_max} and the last
     one cut to fit. Slot s gets variable ``names[s]`` on its left. Then the slots are shuffled into
-    prompt order. Returns right-padded matrices with row lengths, plus ``answer``, ``slot_of``
-    [N, max n] (prompt order -> slot) and ``order_of`` (slot -> prompt order).
+    prompt order. Names are spelled with ``name_tokens`` letters each (module docstring). Returns
+    right-padded matrices with row lengths, plus ``answer``, ``slot_of`` [N, max n] (prompt order ->
+    slot) and ``order_of`` (slot -> prompt order).
     """
     n = np.asarray(n, dtype=np.int64)
     d = np.asarray(d, dtype=np.int64)
@@ -74,7 +113,7 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
         raise ValueError("variable_assignment needs non-empty 1-d arrays n and d of equal shape")
     if np.any(n < 1) or np.any(d < 1) or np.any(d > n):
         raise ValueError("variable_assignment needs 1 <= d <= n for every sample")
-    check_vars(n_vars, int(n.max()), PREFIX)
+    letters = check_vars(n_vars, int(n.max()), PREFIX, name_tokens)
     count, width = len(n), int(n.max())
     rows = np.arange(count)[:, None]
     slot = np.arange(width)[None, :]
@@ -91,47 +130,53 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
     ends[np.nonzero(in_range)[0], cum[in_range] - 1] = True
     ends |= slot == (n - 1)[:, None]
     next_name = np.concatenate([names[:, 1:], np.zeros((count, 1), dtype=np.int64)], axis=1)
-    lhs = VAR0 + names
-    rhs = np.where(ends, DIGIT0 + digits, VAR0 + next_name)
+    # each slot's sides as name_tokens columns; a digit takes the first, DROP marks the rest
+    lhs = spell(names, letters, name_tokens)
+    rhs = np.where(ends[:, :, None], DROP, spell(next_name, letters, name_tokens))
+    rhs[:, :, 0] = np.where(ends, DIGIT0 + digits, rhs[:, :, 0])
 
     # shuffle the n slots into prompt order
     keys = np.where(inside, rng.random((count, width)), np.inf)
     slot_of = np.argsort(keys, axis=1)  # prompt order p -> slot (first n entries)
     order_of = np.argsort(slot_of, axis=1)  # slot -> prompt order
 
-    statements = np.stack([lhs[rows, slot_of], np.full((count, width), EQUALS),
-                           rhs[rows, slot_of], np.full((count, width), SEMI)], axis=2)
-    statements = statements * inside[:, :, None]
-    prompt = np.zeros((count, 4 * width + 4), dtype=np.int64)
-    prompt[:, 0] = BOS
-    prompt[:, 1:4 * width + 1] = statements.reshape(count, 4 * width)
+    # statement p in prompt order: `lhs = rhs ;`, every token with the ID r+p
+    statements = np.concatenate([lhs[rows, slot_of], np.full((count, width, 1), EQUALS),
+                                 rhs[rows, slot_of], np.full((count, width, 1), SEMI)], axis=2)
+    keep = (statements != DROP) & inside[:, :, None]
     order = slot  # the same index range, read as prompt order p
-    stmt_pos = np.repeat((OFFSET + order) * inside, 4, axis=1)  # all 4 tokens of statement p: r+p
-    prompt_pos = np.zeros_like(prompt)
-    prompt_pos[:, 1:4 * width + 1] = stmt_pos
+    stmt_pos = np.broadcast_to((OFFSET + order)[:, :, None], statements.shape)
+    prompt, prompt_pos, body = compact(statements.reshape(count, -1), stmt_pos.reshape(count, -1),
+                                       keep.reshape(count, -1), start=1)
+    prompt[:, 0] = BOS
+    prompt_len = 1 + body + name_tokens + 2
+    prompt = np.pad(prompt, ((0, 0), (0, name_tokens + 2)))
+    prompt_pos = np.pad(prompt_pos, ((0, 0), (0, name_tokens + 2)))
     r = np.arange(count)
-    for t, token in enumerate((QUERY, None, EQUALS)):  # `? q =` at 4n+1.. with IDs r+n+1..
-        prompt[r, 4 * n + 1 + t] = VAR0 + names[:, 0] if token is None else token
-        prompt_pos[r, 4 * n + 1 + t] = OFFSET + n + 1 + t
+    query = [np.full(count, QUERY), *spell(names[:, 0], letters, name_tokens).T, np.full(count, EQUALS)]
+    query_pos = [1, *[2] * name_tokens, 3]  # `? q =` -> r+n+1, r+n+2 (every letter of q), r+n+3
+    for t, (token, pos) in enumerate(zip(query, query_pos)):
+        prompt[r, 1 + body + t] = token
+        prompt_pos[r, 1 + body + t] = OFFSET + n + pos
 
     answer = digits[r, d - 1]
     read_from = OFFSET + order_of  # ID of the statement in each slot
-    if scratchpad:
-        resp_width = int(d.max()) + 1
-        hop = np.arange(resp_width)[None, :]
-        chain = hop < d[:, None]
-        response = np.zeros((count, resp_width), dtype=np.int64)
-        response_pos = np.zeros_like(response)
-        response[:, :resp_width - 1] = rhs[:, :resp_width - 1] * chain[:, :-1]
-        response_pos[:, :resp_width - 1] = read_from[:, :resp_width - 1] * chain[:, :-1]
-        response[r, d] = EOS
-        response_pos[r, d] = OFFSET + n + 4
-        response_len = d + 1
+    if scratchpad:  # hop j: the rhs of slot j (L letters, or the answer digit at j = d-1), then <eos>
+        hops = int(d.max())
+        chain = (slot[:, :hops] < d[:, None])[:, :, None] & (rhs[:, :hops] != DROP)
+        hop_pos = np.broadcast_to(read_from[:, :hops, None], chain.shape)
+        response, response_pos, hop_tokens = compact(rhs[:, :hops].reshape(count, -1),
+                                                     hop_pos.reshape(count, -1), chain.reshape(count, -1))
+        response = np.pad(response, ((0, 0), (0, 1)))
+        response_pos = np.pad(response_pos, ((0, 0), (0, 1)))
+        response[r, hop_tokens] = EOS
+        response_pos[r, hop_tokens] = OFFSET + n + 4
+        response_len = hop_tokens + 1
     else:
         response = np.stack([DIGIT0 + answer, np.full(count, EOS)], axis=1)
         response_pos = np.stack([read_from[r, d - 1], OFFSET + n + 4], axis=1)
         response_len = np.full(count, 2, dtype=np.int64)
-    return {"prompt": prompt, "prompt_pos": prompt_pos, "prompt_len": 4 * n + 4,
+    return {"prompt": prompt, "prompt_pos": prompt_pos, "prompt_len": prompt_len,
             "response": response, "response_pos": response_pos, "response_len": response_len,
             "answer": answer, "slot_of": slot_of, "order_of": order_of}
 
@@ -144,7 +189,7 @@ def _frame(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, params: dict)
     for start in range(0, len(n), BLOCK):
         part_n, part_d = n[start:start + BLOCK], d[start:start + BLOCK]
         drawn = sample(rng, part_n, part_d, int(params["n_vars"]), int(params["d_max"]),
-                       bool(params["scratchpad"]))
+                       bool(params["scratchpad"]), params["name_tokens"])
         frames.append(pl.DataFrame(layout.frame_columns(drawn, length=part_n, n_statements=part_n,
                                                         depth=part_d)))
     return pl.concat(frames)
@@ -157,14 +202,19 @@ def _check_scratchpad(params: dict) -> None:
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
-    """Most tokens fed to the model for a sample with n = ``length`` statements: the prompt (4n+4)
-    plus the longest response. Without ``params`` this bounds every depth law (d <= n, scratchpad);
-    with ``params`` ({d_max, scratchpad}) it is exact."""
+    """Most tokens fed to the model for a sample with n = ``length`` statements: the prompt plus the
+    longest response. A statement has 2L + 2 tokens (L = ``name_tokens``), L - 1 fewer when its
+    right side is a digit, which is the case for the last statement of each chain; at least
+    ceil(n / d_max) chains. With ``params`` ({d_max, scratchpad, name_tokens}) this is exact;
+    without, it bounds every depth law (d <= n, scratchpad) for one-token names (prompt 4n + 4)."""
     if params is None:
         return 4 * length + 4 + length + 1
+    per_name, d_max = params["name_tokens"], int(params["d_max"])
+    chains = -(-length // d_max)
+    prompt = 1 + length * (2 * per_name + 2) - chains * (per_name - 1) + per_name + 2
     if not params["scratchpad"]:
-        return 4 * length + 4 + 2
-    return 4 * length + 4 + min(int(params["d_max"]), length) + 1
+        return prompt + 2
+    return prompt + (min(d_max, length) - 1) * per_name + 2
 
 
 def max_position_id(length: int, params: dict | None = None) -> int:
@@ -177,7 +227,7 @@ def generate_train(params: dict, seed: int):
     n ~ Unif{n_min..n_max}, d ~ Unif{1..min(d_max, n)}."""
     n_min, n_max = layout.length_range(params, prefix=PREFIX)
     _check_scratchpad(params)
-    check_vars(int(params["n_vars"]), n_max, PREFIX)
+    check_vars(int(params["n_vars"]), n_max, PREFIX, params["name_tokens"])
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
     d = depth_law(rng, n, int(params["d_max"]))
@@ -195,7 +245,7 @@ def generate_eval(params: dict, seed: int):
     cells = eval_cells(params)
     if cells:  # an empty grid is reported by eval_grid
         _check_scratchpad(params)
-        check_vars(int(params["n_vars"]), max(n for (n,) in cells), PREFIX)
+        check_vars(int(params["n_vars"]), max(n for (n,) in cells), PREFIX, params["name_tokens"])
 
     def draw_cell(rng: np.random.Generator, length: int):
         layout.check_eval_length("variable_assignment", length)
@@ -230,18 +280,22 @@ def schema():
             return data.lazyframe.select(pl.col("depth") <= pl.col("n_statements"))
 
         @pa.dataframe_check
-        def prompt_has_4n_plus_4_tokens(cls, data) -> pl.LazyFrame:
+        def prompt_has_statements_then_query(cls, data) -> pl.LazyFrame:
+            """``<bos> statements ? q =``: 4n + 4 tokens with one-token names (``?`` third from the
+            end); longer names make it longer, with exactly one ``?``."""
+            size, one_token = pl.col("prompt").list.len(), 4 * pl.col("n_statements") + 4
+            query_once = pl.col("prompt").list.eval(pl.element() == QUERY).list.sum() == 1
             return data.lazyframe.select(
-                (pl.col("prompt").list.len() == 4 * pl.col("n_statements") + 4)
-                & token_is("prompt", 0, BOS) & token_is("prompt", -3, QUERY)
-                & token_is("prompt", -1, EQUALS))
+                ((size == one_token) & token_is("prompt", -3, QUERY) | (size > one_token) & query_once)
+                & token_is("prompt", 0, BOS) & token_is("prompt", -1, EQUALS))
 
         @pa.dataframe_check
         def response_is_chain_or_answer(cls, data) -> pl.LazyFrame:
-            """``depth`` tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
-            size = pl.col("response").list.len()
-            return data.lazyframe.select(
-                ((size == pl.col("depth") + 1) | (size == 2)) & token_is("response", -1, EOS))
+            """The answer plus <eos> (no scratchpad, or depth 1), or depth - 1 names of equal length,
+            the answer and <eos> (scratchpad)."""
+            size, hops = pl.col("response").list.len(), pl.col("depth") - 1
+            chain = (hops > 0) & (size > hops + 1) & ((size - 2) % pl.max_horizontal(hops, 1) == 0)
+            return data.lazyframe.select(((size == 2) | chain) & token_is("response", -1, EOS))
 
         @pa.dataframe_check
         def answer_is_last_response_digit(cls, data) -> pl.LazyFrame:
@@ -259,7 +313,7 @@ def check_section(section: dict) -> None:
     """n_min <= n_max, and enough variable names for the largest statement count."""
     data = section["data"]
     n_max = layout.length_range(data, prefix="data.")[1]
-    check_vars(data["n_vars"], max(n_max, *section["eval"]["lengths"]), "data.")
+    check_vars(data["n_vars"], max(n_max, *section["eval"]["lengths"]), "data.", data["name_tokens"])
 
 
 TASK = Task(
@@ -268,11 +322,15 @@ TASK = Task(
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema,
     layout=Layout(
-        by_k_train=False, data_fields=("n_vars", "n_min", "n_max", "d_max"), eval_data_fields=("n_vars", "d_max"),
+        by_k_train=False, data_fields=("n_vars", "name_tokens", "n_min", "n_max", "d_max"),
+        eval_data_fields=("n_vars", "name_tokens", "d_max"),
         variants=("scratchpad", "direct"), variant_params=scratchpad_variant,
         data_schema=data_schema(n_min=count("Fewest statements n in training."),
                                 n_max=count("Most statements n in training."),
                                 d_max=count("Largest query depth; d ~ Unif{1..min(d_max, n)}."),
-                                n_vars=count("Variable names in use (v0..).", maximum=MAX_VARS))),
+                                n_vars=count("Variable names in use; with name_tokens > 1 a power A^name_tokens "
+                                             "(A letters).", maximum=MAX_VARS),
+                                name_tokens=count("Tokens per variable name (letters v0..v{A-1}); 1: one token "
+                                                  "v{k} per name.", maximum=8))),
     figure=Figure("figure3", "pipeline_src.figures.figure3:plot"), cell_columns=CELL_COLUMNS,
     answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section)
