@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from .bookkeeping.config import FIGURES as FIGURE_TASKS
+from .evaluation.metrics import METRICS
 from .language.config import FIGURES as LANGUAGE_FIGURES
 
 
@@ -257,7 +258,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
 
 @main.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--metric", type=click.Choice(["exact_match", "answer", "position_match"]), default="answer",
+@click.option("--metric", type=click.Choice(METRICS), default="answer",
               show_default=True)
 def table(inputs: tuple[Path, ...], metric: str) -> None:
     """Print the mean accuracy over seeds of INPUTS (accuracy.parquet files) as a Markdown table:

@@ -95,7 +95,7 @@ def test_sparse_parity_counts_match_a_direct_forward(tmp_path, train_data, eval_
     assert stored.equals(result)
     cells = [(1, 20), (1, 60), (2, 20), (2, 60)]
     assert sorted(zip(stored["k"], stored["length"], stored["metric"])) == \
-        [(*cell, metric) for cell in cells for metric in ("answer", "exact_match")]
+        [(*cell, metric) for cell in cells for metric in ("answer", "exact_match", "token_accuracy")]
     model, _ = load_model(tmp_path / "m")
     frame = pl.read_parquet(eval_data)
     for row in stored.iter_rows(named=True):
@@ -105,6 +105,7 @@ def test_sparse_parity_counts_match_a_direct_forward(tmp_path, train_data, eval_
             with torch.no_grad():
                 logits = model(torch.tensor([prompt]), torch.tensor([pos])).token_logits
             correct += int(logits[0, -1].argmax()) == response[0]
+        # a one-token response: the answer, the whole response and its only token are the same
         assert row["correct"] == correct and row["n"] == len(cell)
         assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
     assert set(stored["scheme"]) == {"rope_pose"} and set(stored["variant"]) == {"k2"}
@@ -112,7 +113,8 @@ def test_sparse_parity_counts_match_a_direct_forward(tmp_path, train_data, eval_
 
 
 def reference_counts(model, name: str, scheme_name: str, frame: pl.DataFrame) -> dict:
-    """Per-sample greedy decoding without a KV cache, one sample at a time: {(length, metric): correct}."""
+    """Per-sample greedy decoding without a KV cache, one sample at a time, and a teacher-forced
+    forward of each whole sample: {(length, metric): correct}."""
     task, scheme = get_task(name), get_scheme(scheme_name)
     eos = task.vocab.id("<eos>")
     counts = {}
@@ -130,6 +132,10 @@ def reference_counts(model, name: str, scheme_name: str, frame: pl.DataFrame) ->
                  and tokens[R + task.answer_index] == response[task.answer_index]}
         if scheme.predicts_positions:
             right["position_match"] = positions == row["response_pos"]
+        with torch.no_grad():
+            logits = model(torch.tensor([row["prompt"] + response[:-1]]),
+                           torch.cat([prompt_pos, oracle], dim=1)[:, :-1]).token_logits
+        right["token_accuracy"] = sum(int(logits[0, P - 1 + i].argmax()) == token for i, token in enumerate(response))
         for metric, ok in right.items():
             counts[row["length"], metric] = counts.get((row["length"], metric), 0) + int(ok)
     return counts
@@ -147,8 +153,10 @@ def test_metrics_match_per_sample_decoding(tmp_path, models, eval_sets, name, sc
     model, _ = load_model(model_dir)
     counts = as_dict(result)
     assert {key: correct for key, (correct, _) in counts.items()} == reference_counts(model, name, scheme, frame)
-    assert all(n == 12 for _, n in counts.values())
-    metrics = {"exact_match", "answer"} | ({"position_match"} if scheme == "ppc" else set())
+    tokens = dict(frame.group_by("length").agg(pl.col("response").list.len().sum()).iter_rows())
+    assert all(n == (tokens[length] if metric == "token_accuracy" else 12) for (length, metric), (_, n) in counts.items())
+    assert 0 < sum(correct for (_, metric), (correct, _) in counts.items() if metric == "token_accuracy")
+    metrics = {"exact_match", "answer", "token_accuracy"} | ({"position_match"} if scheme == "ppc" else set())
     assert set(result["metric"]) == metrics and len(result) == 2 * len(metrics)
     assert result["k"].null_count() == len(result) and result["k_train"].null_count() == len(result)
     assert set(result["variant"]) == {"scratchpad"} and set(result["task"]) == {name}
@@ -212,7 +220,7 @@ def test_counts_of_a_decoder_that_knows_the_answers(tmp_path, models, eval_sets,
         for r in R:
             for metric, ok in expected(r, R.max()).items():
                 want[length[0], metric] = want.get((length[0], metric), 0) + ok
-    assert {key: correct for key, (correct, _) in as_dict(result).items()} == want
+    assert {key: correct for key, (correct, _) in as_dict(result).items() if key[1] != "token_accuracy"} == want
 
 
 def test_position_id_beyond_the_table_names_the_row(tmp_path):

@@ -7,8 +7,10 @@ for tasks whose cells have no k_test. A task's other cell columns (e.g. ``depth`
 task's tables is :func:`accuracy_schema` of its cell columns (:class:`AccuracySchema` itself for
 the tasks keyed by k and length only), and :func:`read` checks a file against the schema of the task
 it names. ``k_train`` is null for runs trained without one. ``metric`` is ``exact_match`` (the
-whole response), ``answer`` (the answer token) or ``position_match`` (predicted position IDs, only
-for schemes that predict them).
+whole response), ``answer`` (the answer token), ``position_match`` (predicted position IDs, only
+for schemes that predict them) or ``token_accuracy`` (response tokens right under teacher forcing;
+its ``n`` counts the cell's response tokens, not its samples, and its interval treats the tokens
+as independent, so it is narrower than the evidence warrants).
 ``correct``, ``accuracy`` and the interval are null, all four together, where the model's training
 diverged (nothing to decode).
 
@@ -21,7 +23,7 @@ from pathlib import Path
 import pandera.polars as pa
 import polars as pl
 
-METRICS = ("exact_match", "answer", "position_match")
+from .metrics import METRICS
 KEY_COLUMNS = ("k", "length")  # the cell columns every table has
 
 

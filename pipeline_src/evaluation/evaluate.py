@@ -12,12 +12,17 @@ coupled and ppc, 0..T-1 otherwise); each response token gets the task's oracle c
 position head predicts, fed back. A model with a learned absolute table or a position head cannot
 represent an ID >= ``max_positions``: such an ID is an error naming the file, cell and row.
 
-Metrics, each counted over the n samples of a cell and compared over each sample's own response
-length R (a generation that stopped early counts its missing tokens as wrong):
+Metrics, counted over the n samples of a cell (``token_accuracy``: over its response tokens) and
+compared over each sample's own response length R (a generation that stopped early counts its
+missing tokens as wrong):
 
 * ``exact_match``: the generated tokens 0..R-1 equal the whole response (``<eos>`` included);
 * ``answer``: the generated token at R + ``task.answer_index`` equals the answer token;
-* ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs.
+* ``position_match`` (schemes that predict positions): the predicted IDs equal the oracle IDs;
+* ``token_accuracy``: under teacher forcing (the true response fed, with the oracle IDs of the
+  table), the fraction of response tokens whose greedy prediction is right, counted over the cell's
+  response tokens (its ``n``). Next to ``exact_match`` it tells a few slips in long responses (high)
+  from a collapse (near chance) apart.
 
 Results are written in long format, one row per (cell, metric), keyed by the task's cell columns:
 see :mod:`.accuracy_schema`. A model whose training diverged (see :mod:`pipeline_src.training.train`)
@@ -41,7 +46,8 @@ import polars as pl
 import torch
 
 from ..storage import datasets
-from .accuracy_schema import METRICS, accuracy_schema, table_cell_columns
+from .accuracy_schema import accuracy_schema, table_cell_columns
+from .metrics import METRICS, PER_TOKEN
 from ..training.batches import SequenceTable
 from ..checkpoints import load_model, read_description
 from .decoding import greedy_decode
@@ -76,8 +82,10 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
             f"{len(cells)} cells recorded without accuracy")
     for i, (key, cell) in enumerate(cells):
         keys = dict(zip(columns, key))
+        sizes = {metric: int(cell["response"].list.len().sum()) if metric in PER_TOKEN else len(cell)
+                 for metric in scored_metrics(scheme.predicts_positions)}
         if diverged:  # nothing to decode: every metric without a count
-            counts = dict.fromkeys(scored_metrics(scheme.predicts_positions))
+            counts = dict.fromkeys(sizes)
         else:
             name = ", ".join(f"{column}={value}" for column, value in keys.items())
             table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
@@ -86,10 +94,10 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
             counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
                                 stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
                                 device=device, precision=spec.get("precision", "fp32"))
-            summary = ", ".join(f"{metric} {correct}/{len(cell)}" for metric, correct in counts.items())
+            summary = ", ".join(f"{metric} {correct}/{sizes[metric]}" for metric, correct in counts.items())
             say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
         key_values = tuple(keys.get(column) for column in table_columns)
-        results += [(*key_values, metric, len(cell), correct) for metric, correct in counts.items()]
+        results += [(*key_values, metric, sizes[metric], correct) for metric, correct in counts.items()]
     result = _accuracy_frame(results, table_columns, description)
     record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                           "eval_data": eval_data},
@@ -108,8 +116,9 @@ def scored_metrics(predict_positions: bool) -> list[str]:
 def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: int, stop_token: int | None,
                predict_positions: bool, device: str | torch.device = "cpu", precision: str = "fp32") -> dict[str, int]:
     """Greedy-decode every row of ``table`` (one cell, checked by :func:`check_cell`) and count the
-    rows right under each metric. Response IDs come from ``table`` unless ``predict_positions``.
-    ``device``: where ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU."""
+    rows right under each metric (``token_accuracy``: the response tokens right under teacher
+    forcing). Response IDs come from ``table`` unless ``predict_positions``. ``device``: where
+    ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU."""
     prompt_len = int(table.prompt_lengths[0])
     metrics = scored_metrics(predict_positions)
     counts = dict.fromkeys(metrics, 0)
@@ -131,6 +140,10 @@ def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: in
                 "answer": (tokens.gather(1, answer) == response.gather(1, answer)).squeeze(1)}
         if predict_positions:
             hits["position_match"] = _agree(positions, oracle, inside)
+        predicted = _teacher_forced(model, table.tokens[part, :prompt_len + width - 1],
+                                    table.positions[part, :prompt_len + width - 1], prompt_len,
+                                    torch.device(device), precision)
+        hits["token_accuracy"] = ((predicted == response) & inside).sum()
         for metric in metrics:
             counts[metric] += int(hits[metric].sum())
     return counts
@@ -145,6 +158,16 @@ def _decode(model, prompt: torch.Tensor, prompt_positions: torch.Tensor, width: 
         out = greedy_decode(model, prompt.to(device), prompt_positions.to(device), width, stop_token=stop_token,
                             response_positions=None if response_positions is None else response_positions.to(device))
     return _pad(out.tokens.cpu(), width), _pad(out.positions.cpu(), width)
+
+
+def _teacher_forced(model, tokens: torch.Tensor, positions: torch.Tensor, prompt_len: int, device: torch.device,
+                    precision: str) -> torch.Tensor:
+    """The greedy next-token prediction at every response position of right-padded sequences fed
+    whole (causal attention: the padding after a row's end changes none of its predictions), back
+    on the CPU [B, width]."""
+    with torch.inference_mode(), inference_autocast(device, precision):
+        logits = model(tokens.to(device), positions.to(device)).token_logits
+    return logits[:, prompt_len - 1:].argmax(-1).cpu()
 
 
 def _agree(generated: torch.Tensor, reference: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
