@@ -153,7 +153,7 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
     prompt = np.pad(prompt, ((0, 0), (0, name_tokens + 2)))
     prompt_pos = np.pad(prompt_pos, ((0, 0), (0, name_tokens + 2)))
     r = np.arange(count)
-    query = [np.full(count, QUERY), *spell(names[:, 0], letters, name_tokens).T, np.full(count, EQUALS)]
+    query = [np.full(count, QUERY), *lhs[:, 0].T, np.full(count, EQUALS)]  # q: the lhs of slot 0
     query_pos = [1, *[2] * name_tokens, 3]  # `? q =` -> r+n+1, r+n+2 (every letter of q), r+n+3
     for t, (token, pos) in enumerate(zip(query, query_pos)):
         prompt[r, 1 + body + t] = token
