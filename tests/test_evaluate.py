@@ -25,13 +25,14 @@ from tests.test_task_contract import generate, record, write
 quiet = {"progress": lambda _: None}
 
 # Small scratchpad tasks: (training params, evaluation params). Variable assignment responses vary
-# in length within a cell (the chain depth is random).
+# in length within a cell (the chain depth is random), and so do its prompts with two-letter names
+# (a statement ending in a digit is a token shorter than one ending in a name).
 TASK_DATA = {
     "parity_scratchpad": ({"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 200},
                           {"lengths": [2, 6], "scratchpad": True, "n_per_cell": 12}),
-    "variable_assignment": ({"n_vars": 16, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True,
+    "variable_assignment": ({"n_vars": 16, "name_tokens": 2, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True,
                              "n_samples": 200},
-                            {"n_vars": 16, "name_tokens": 1, "lengths": [2, 5], "d_max": 4, "scratchpad": True, "n_per_cell": 12}),
+                            {"n_vars": 16, "name_tokens": 2, "lengths": [2, 5], "d_max": 4, "scratchpad": True, "n_per_cell": 12}),
 }
 
 
@@ -161,8 +162,9 @@ def test_metrics_match_per_sample_decoding(tmp_path, models, eval_sets, name, sc
     assert result["k"].null_count() == len(result) and result["k_train"].null_count() == len(result)
     assert set(result["variant"]) == {"scratchpad"} and set(result["task"]) == {name}
     assert len(lines) == 2 and f"length={max(frame['length'])}:" in lines[1]
-    if name == "variable_assignment":  # responses of several lengths share a cell
+    if name == "variable_assignment":  # responses, and prompts, of several lengths share a cell
         assert frame.group_by("length").agg(pl.col("response").list.len().n_unique())["response"].min() > 1
+        assert frame.group_by("length").agg(pl.col("prompt").list.len().n_unique())["prompt"].max() > 1
 
 
 def oracle_decode(frame: pl.DataFrame, corrupt):
@@ -214,12 +216,12 @@ def test_counts_of_a_decoder_that_knows_the_answers(tmp_path, models, eval_sets,
     monkeypatch.setattr(evaluate_module, "greedy_decode", oracle_decode(frame, corrupt))
     result = evaluate({"batch_size": 100, "seed": 5}, models("variable_assignment", "ppc"),
                       eval_sets["variable_assignment"], tmp_path / "acc.parquet", **quiet)
-    want = {}
-    for length, cell in frame.group_by("length"):
-        R = cell["response"].list.len().to_numpy()
+    want = {}  # a decoding batch holds the rows of one cell with one prompt length
+    for (length, _), batch in frame.group_by("length", pl.col("prompt").list.len()):
+        R = batch["response"].list.len().to_numpy()
         for r in R:
             for metric, ok in expected(r, R.max()).items():
-                want[length[0], metric] = want.get((length[0], metric), 0) + ok
+                want[length, metric] = want.get((length, metric), 0) + ok
     assert {key: correct for key, (correct, _) in as_dict(result).items() if key[1] != "token_accuracy"} == want
 
 

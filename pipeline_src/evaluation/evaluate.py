@@ -2,9 +2,11 @@
 
 The model is always the last checkpoint of training. Each cell of the evaluation grid (the task's
 ``cell_columns``, e.g. (k, length) or length) is decoded greedily with a KV cache in chunks of
-``batch_size`` samples. All prompts of a cell have the same length, so prompts are unpadded;
-responses may differ in length (variable assignment: the chain depth varies), so a chunk decodes
-as many tokens as its longest response and stops early once every row has emitted ``<eos>``.
+``batch_size`` samples. The prompts of a chunk have one length, so prompts are unpadded: a cell
+whose prompts differ (variable assignment with multi-token names) is decoded in groups of equal
+prompt length, and its counts are their sums. Responses may differ in length (variable
+assignment: the chain depth varies), so a chunk decodes as many tokens as its longest response and
+stops early once every row has emitted ``<eos>``.
 
 Position IDs follow the scheme (SPEC 3): the prompt gets the base IDs (the task's coupled IDs for
 coupled and ppc, 0..T-1 otherwise); each response token gets the task's oracle coupled ID
@@ -88,12 +90,15 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
             counts = dict.fromkeys(sizes)
         else:
             name = ", ".join(f"{column}={value}" for column, value in keys.items())
-            table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
-            table.positions = scheme.eval_ids(table.positions)
-            check_cell(model, table, cell["row"], f"{eval_data}, cell {name}")
-            counts = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
-                                stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
-                                device=device, precision=spec.get("precision", "fp32"))
+            counts = dict.fromkeys(sizes, 0)
+            for part in equal_prompts(cell):
+                table = SequenceTable.from_frame(part, coupled=scheme.coupled)
+                table.positions = scheme.eval_ids(table.positions)
+                check_cell(model, table, part["row"], f"{eval_data}, cell {name}")
+                scored = score_cell(model, table, spec["batch_size"], answer_index=task.answer_index,
+                                    stop_token=task.vocab.id("<eos>"), predict_positions=scheme.predicts_positions,
+                                    device=device, precision=spec.get("precision", "fp32"))
+                counts = {metric: counts[metric] + scored[metric] for metric in counts}
             summary = ", ".join(f"{metric} {correct}/{sizes[metric]}" for metric, correct in counts.items())
             say(f"[{i + 1}/{len(cells)}] {name}: {summary}")
         key_values = tuple(keys.get(column) for column in table_columns)
@@ -106,6 +111,16 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     record["device"] = describe_device(device)
     datasets.write(result, out_path, accuracy_schema(task.cell_columns), record)
     return result
+
+
+def equal_prompts(cell: pl.DataFrame) -> list[pl.DataFrame]:
+    """The rows of a cell grouped by prompt length, shortest first, each in file order: a decoding
+    batch needs prompts of one length, and a cell's prompts may differ (variable assignment with
+    multi-token names: a statement whose right side is a digit is shorter than one naming a
+    variable). A cell of one prompt length is one group, as it is."""
+    lengths = cell["prompt"].list.len().alias("prompt_length")
+    groups = cell.with_columns(lengths).partition_by("prompt_length", as_dict=True, maintain_order=True)
+    return [groups[key].drop("prompt_length") for key in sorted(groups)]
 
 
 def scored_metrics(predict_positions: bool) -> list[str]:
@@ -181,7 +196,8 @@ def _pad(matrix: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None:
-    """Raise ValueError unless the cell's prompts share one length and no ID is beyond the model's
+    """Raise ValueError unless the prompts of ``table`` (a cell, or one group of :func:`equal_prompts`)
+    share one length and no ID is beyond the model's
     :attr:`~pipeline_src.model_config.ModelConfig.position_limit` (its learned table or position
     head; never clamped). ``rows``: each sample's row in the file."""
     prompt_lengths = table.prompt_lengths.unique().tolist()
