@@ -28,6 +28,7 @@ rule all:
     input:
         [path for paths in FIGURES.values() for path in paths],
         [path for paths in LANGUAGE_FIGURES.values() for path in paths],
+        list(dict.fromkeys(path for figure in [*FIGURES, *LANGUAGE_FIGURES] for path in made_from(figure))),
 
 
 # Cells that did not finish (training diverged, or a job failed), on the console at the end.

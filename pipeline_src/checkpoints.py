@@ -1,19 +1,23 @@
 """Model files: weights as safetensors (with the provenance record in its header) plus a JSON
-describing the model, and the resumable training state."""
+describing the model, and the resumable training state. Each is checked against the SHA-256 recorded
+when it was written before it is used (the model's in its sidecars, the state's at its end)."""
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .storage.atomic import replacing, write_text
+from .storage.errors import library_failure, os_error
 from .model import Decoder, ModelConfig
-from .bookkeeping.provenance import attach, sidecar_path, write_sidecar
+from .bookkeeping.provenance import attach, sidecar_path, unchanged, write_sidecar
 
+DIGEST_MARK = b"\nlengthgen.sha256:"  # then the 64 hex digits of the SHA-256 of the bytes before it
 RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")
 
 
@@ -37,8 +41,10 @@ def save_model(model: Decoder, out_dir: Path, description: dict, record: dict, *
 
 def read_description(model_dir: Path) -> dict:
     """The description (``model.json``) of the model in ``model_dir``."""
+    path = Path(model_dir) / "model.json"
     try:
-        return json.loads((Path(model_dir) / "model.json").read_text())
+        unchanged(path, CheckpointError)
+        return json.loads(path.read_text())
     except (OSError, ValueError) as err:
         raise CheckpointError(f"{model_dir}: cannot read model.json ({err})") from None
 
@@ -54,8 +60,13 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
                               "the model has no weights")
     try:
         cfg = ModelConfig.from_dict(description["model_config"])
+        unchanged(model_dir / "model.safetensors", CheckpointError)
         weights = load_file(model_dir / "model.safetensors")
-    except (OSError, ValueError, KeyError, SafetensorError) as err:  # missing, truncated, not safetensors
+    except CheckpointError:
+        raise
+    except BaseException as err:  # missing, truncated, not safetensors (a safetensors panic included)
+        if not library_failure(err):
+            raise
         raise CheckpointError(f"{model_dir}: cannot load the model ({err})") from None
     model = Decoder(cfg)
     try:
@@ -66,18 +77,37 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
 
 
 def save_state(path: Path, state: dict) -> None:
-    """Atomically write the resumable training state (a kill mid-write keeps the previous one)."""
+    """Atomically write the resumable training state (a kill mid-write keeps the previous one),
+    followed by the SHA-256 of its bytes, which :func:`load_state` checks before using it. A write
+    that fails (a full disk, no permission) is a WriteError naming the file and why."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    payload = buffer.getvalue()
     with replacing(path) as tmp:
-        torch.save(state, tmp)
+        tmp.write_bytes(payload + DIGEST_MARK + hashlib.sha256(payload).hexdigest().encode())
 
 
 def load_state(path: Path, expected_hash: str) -> dict:
-    """The resumable training state in ``path``, checked to be complete and made for the config
-    whose hash is ``expected_hash``; anything else is a :class:`CheckpointError` naming the file
-    (never a silent restart that would overwrite it)."""
+    """The resumable training state in ``path``, checked to have the bytes :func:`save_state` wrote
+    (its SHA-256), to be complete and to be made for the config whose hash is ``expected_hash``;
+    anything else is a :class:`CheckpointError` naming the file (never a silent restart that would
+    overwrite it, never a resume from changed bytes)."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)  # resumable on any device
-    except Exception as err:  # truncated, foreign or not a checkpoint at all
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"{path}: cannot read the resume checkpoint ({os_error(err)})") from None
+    payload, mark, recorded = data.rpartition(DIGEST_MARK)
+    if not mark or len(recorded) != 64:
+        raise CheckpointError(f"{path}: unreadable resume checkpoint (no SHA-256 at its end: not written by "
+                              "this trainer, or cut short); delete it to start over")
+    if (actual := hashlib.sha256(payload).hexdigest()) != recorded.decode("ascii", "replace"):
+        raise CheckpointError(f"{path}: resume checkpoint changed since it was written (sha256 {actual}, "
+                              f"its end records {recorded.decode('ascii', 'replace')}); delete it to start over")
+    try:
+        state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)  # resumable on any device
+    except BaseException as err:  # a foreign payload under a valid digest
+        if not library_failure(err):
+            raise
         raise CheckpointError(f"{path}: unreadable resume checkpoint ({err}); delete it to start over") from None
     missing = [key for key in RESUME_KEYS if key not in state] if isinstance(state, dict) else list(RESUME_KEYS)
     if missing:

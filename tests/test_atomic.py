@@ -1,7 +1,7 @@
 """Every artifact is written under a temporary name and renamed into place: a writer that fails or
 is killed half way never leaves a (plausible-looking, partial) file at the artifact's path.
 
-Each case patches the low-level write one writer uses (Parquet, safetensors, torch.save, text,
+Each case patches the low-level write one writer uses (Parquet, safetensors, bytes, text,
 matplotlib) so that it writes the real bytes, cuts the file in half, and then either raises (as a
 full disk would) or, in a subprocess, waits to be killed with SIGKILL. A writer that wrote in place
 would leave the half file at the artifact's path."""
@@ -92,12 +92,6 @@ def _checkpoints():
     return module
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
 def _matplotlib():
     from matplotlib.figure import Figure
 
@@ -111,7 +105,7 @@ CASES = {
     "provenance sidecar": Case(lambda: PosixPath, "write_text", 0, "model.safetensors.prov.json", _train()),
     "train log": Case(_polars, "write_parquet", 1, "train_log.parquet", _train()),
     "summary": Case(lambda: PosixPath, "write_text", 0, "summary.json", _train()),
-    "resume state": Case(_torch, "save", 1, "resume-0123456789abcdef.pt", _resume_state),
+    "resume state": Case(lambda: PosixPath, "write_bytes", 0, "resume-0123456789abcdef.pt", _resume_state),
     "figure pdf": Case(_matplotlib, "savefig", 1, "figure.pdf", _figure),
     "tokenizer": Case(lambda: PosixPath, "write_text", 0, "tokenizer.json", _tokenizer),
 }

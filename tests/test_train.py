@@ -3,8 +3,10 @@ resume files and diverging runs are named errors that keep the last good checkpo
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
+import os
 import re
 
 import polars as pl
@@ -13,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from pipeline_src.storage.atomic import WriteError
 from pipeline_src.storage.canonical import config_hash
-from pipeline_src.checkpoints import CheckpointError, load_model, load_state
+from pipeline_src.checkpoints import CheckpointError, load_model, load_state, save_state
 from pipeline_src.training.train import TrainingDiverged, learning_rate, train
 from tests.conftest import tiny_train_spec
 
@@ -77,6 +80,33 @@ def test_corrupt_resume_checkpoint_is_a_named_error(tmp_path, train_data):
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
+@pytest.mark.parametrize("byte", [0, 1000, -70, -1])
+def test_a_resume_checkpoint_with_one_bit_flipped_is_refused(tmp_path, train_data, byte):
+    """Anywhere in the file: the state (first bytes, middle), the digest mark, the digest itself."""
+    spec = tiny_train_spec()
+    train(spec, train_data, tmp_path / "run", stop_at_step=6, **quiet)
+    resume = next((tmp_path / "run").glob("resume-*.pt"))
+    data = bytearray(resume.read_bytes())
+    data[byte] ^= 0x10
+    resume.write_bytes(bytes(data))
+    refused = "changed since it was written" if byte != -70 else "no SHA-256 at its end"
+    with pytest.raises(CheckpointError, match=f"{resume.name}: .*{refused}"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+    assert resume.read_bytes() == bytes(data), "the changed file is left for the user"
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_a_resume_checkpoint_that_cannot_be_written_names_the_file_and_the_cause(tmp_path, monkeypatch):
+    def full(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(type(tmp_path), "write_bytes", full)
+    resume = tmp_path / "resume-0123456789abcdef.pt"
+    with pytest.raises(WriteError, match=rf"{resume}: cannot write \(No space left on device \(ENOSPC\)\)"):
+        save_state(resume, {"step": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_resume_checkpoint_of_another_config_is_a_named_error(tmp_path, train_data):
     """A resume file under this config's name but made for another config (copied, renamed)."""
     other = tiny_train_spec()
@@ -97,7 +127,7 @@ def test_resume_file_that_is_no_training_state_is_a_named_error(tmp_path, train_
     spec = tiny_train_spec()
     resume = tmp_path / "run" / f"resume-{config_hash(spec)[:16]}.pt"
     resume.parent.mkdir()
-    torch.save(content, resume)
+    save_state(resume, content)
     with pytest.raises(CheckpointError, match=f"{resume.name}: not a resume checkpoint of this trainer"):
         train(spec, train_data, tmp_path / "run", **quiet)
     assert resume.exists()
@@ -108,9 +138,9 @@ def test_resume_checkpoint_of_another_model_is_a_named_error(tmp_path, train_dat
     spec = tiny_train_spec()
     train(spec, train_data, tmp_path / "run", stop_at_step=6, **quiet)
     resume = next((tmp_path / "run").glob("resume-*.pt"))
-    state = torch.load(resume, weights_only=True)
+    state = load_state(resume, config_hash(spec))
     state["model"] = {f"old.{name}": tensor for name, tensor in state["model"].items()}
-    torch.save(state, resume)
+    save_state(resume, state)
     with pytest.raises(CheckpointError, match=f"{resume.name}: resume checkpoint does not fit this model"):
         train(spec, train_data, tmp_path / "run", **quiet)
 

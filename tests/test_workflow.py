@@ -3,13 +3,17 @@ after a config edit, config errors before any job, lint."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -276,3 +280,46 @@ def test_a_config_value_naming_a_path_outside_results_fails_before_any_job(tmp_p
     assert done.returncode != 0
     assert field in done.stdout + done.stderr
     assert "Job stats" not in done.stdout + done.stderr
+
+
+def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_path):
+    """Snakemake deletes a job's outputs when it starts the job. A forced rerun of one training,
+    killed (SIGKILL, the whole process group) while the model trains, leaves the model folder
+    without a model while its accuracy table and the figure remain. After --unlock, the next `all`
+    makes the model again (the same bytes: training is deterministic) and reruns what follows it,
+    instead of "Nothing to be done"."""
+    workdir = copy_workflow(tmp_path)
+    slow = {**TINY, "sparse_parity": {**TINY["sparse_parity"], "train": {**TINY_TRAIN, "steps": 3000}}}
+    override = write_override(workdir, "slow.yaml", slow)
+    snakemake(workdir, "all", "--configfile", override)
+    results = workdir / "results"
+    artifacts = [p for p in results.rglob("*") if p.is_file() and "logs" not in p.parts and "benchmarks" not in p.parts]
+    before = {p: p.read_bytes() for p in artifacts}
+    folder = results / "train" / "sparse_parity" / "rope" / "k2" / "seed0"
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    job = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", "all", "--configfile", override,
+                            "--forcerun", str((folder / "model.safetensors").relative_to(workdir))],
+                           cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(folder.glob("resume-*.pt")) and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(folder.glob("resume-*.pt")), "the forced training never wrote a checkpoint"
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    assert not (folder / "model.safetensors").exists() and (results / "figures" / "figure1.png").exists()
+
+    snakemake(workdir, "--unlock", "all", "--configfile", override)
+    done = snakemake(workdir, "all", "--configfile", override)
+    assert "Nothing to be done" not in done.stderr
+    plan = planned_jobs(done)
+    assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("figure1") == 1, plan
+    timed = ("train_log.parquet", "summary.json")  # hold wall-clock seconds (and so do their sidecars' digests)
+    changed = [str(p.relative_to(results)) for p in artifacts
+               if not p.exists() or (not p.name.startswith(timed) and p.read_bytes() != before[p])]
+    assert changed == [], f"differ from the uninterrupted run: {changed}"
+    log = folder / "train_log.parquet"
+    assert pl.read_parquet(log).drop("seconds").equals(pl.read_parquet(io.BytesIO(before[log])).drop("seconds"))

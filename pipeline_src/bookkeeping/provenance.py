@@ -122,6 +122,19 @@ def recorded_sha256(path: str | Path) -> str | None:
         raise ValueError(f"{side}: not a readable provenance record ({type(err).__name__}: {err})") from None
 
 
+def unchanged(path: str | Path, error: type[Exception] = ValueError) -> bool:
+    """Whether ``path`` still has the SHA-256 its sidecar recorded when it was written: True; False
+    when it has no sidecar (a file made by hand: nothing to check it against). A file whose bytes
+    changed raises ``error`` naming it and both digests: no job uses a changed input."""
+    recorded = recorded_sha256(path)
+    if recorded is None:
+        return False
+    if (actual := sha256_file(path)) != recorded:
+        raise error(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
+                    f"make it again, or delete {sidecar_path(path).name} to use it as it is")
+    return True
+
+
 def read_record(path: str | Path) -> dict:
     """The record of an artifact: from its sidecar, else from its embedded metadata."""
     path = Path(path)

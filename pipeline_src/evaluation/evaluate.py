@@ -48,6 +48,7 @@ import polars as pl
 import torch
 
 from ..storage import datasets
+from ..storage.atomic import check_writable
 from .accuracy_schema import accuracy_schema, table_cell_columns
 from .metrics import METRICS, PER_TOKEN
 from ..training.batches import SequenceTable
@@ -71,6 +72,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
+    check_writable(out_path)  # a folder that cannot take the table is found before the evaluation runs
     description = read_description(model_dir)
     diverged = description.get("diverged")
     model = None if diverged else load_model(model_dir)[0].to(device)

@@ -12,11 +12,16 @@ This module imports nothing heavy (the Snakefile imports :mod:`.provenance`, whi
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 from pathlib import Path
 from typing import Iterator
 
+from .errors import os_error
+
 PARTIAL_SUFFIX = ".partial"
+FULL_BELOW = 1 << 20  # a disk with less free space than this (bytes) counts as full
 
 
 def _file_mode() -> int:
@@ -35,20 +40,64 @@ def partial_path(path: str | Path) -> Path:
     return path.with_name(f".{path.name}{PARTIAL_SUFFIX}")
 
 
+class WriteError(OSError):
+    """An artifact that could not be written: the message names the file and the cause."""
+
+
 @contextlib.contextmanager
 def replacing(path: str | Path) -> Iterator[Path]:
     """Yield the temporary path to write ``path`` to; rename it into place when the block
-    completes, remove it when the block raises (the old ``path``, if any, is left as it was)."""
+    completes, remove it when the block raises (the old ``path``, if any, is left as it was). A
+    write that fails for want of space or permission is a :class:`WriteError` naming ``path`` and
+    the cause, whatever the writing library made of it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WriteError(f"{path}: cannot write ({os_error(err)})") from None
     tmp = partial_path(path)
     try:
         yield tmp
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
+        cause = write_failure(err, path.parent)
         tmp.unlink(missing_ok=True)
+        if cause and not isinstance(err, WriteError):
+            raise WriteError(f"{path}: cannot write ({cause})") from err
         raise
+
+
+def write_failure(err: BaseException, folder: Path) -> str | None:
+    """Why writing into ``folder`` failed, in words, when it was the file system: the error's own
+    errno, or a full disk behind a library's message that does not say so (torch's "unexpected
+    pos", for one); None when the failure lies elsewhere."""
+    if isinstance(err, OSError) and err.errno is not None:
+        return os_error(err)
+    if isinstance(err, Exception):
+        try:
+            full = shutil.disk_usage(folder).free < FULL_BELOW
+        except OSError:
+            return None
+        return f"{os.strerror(errno.ENOSPC)} (ENOSPC)" if full else None
+    return None
+
+
+def check_writable(path: str | Path, need: int = 0) -> None:
+    """Before long work: a :class:`WriteError` naming ``path`` unless its folder can be made, a
+    file can be created in it, and it has ``need`` bytes free (and some to spare)."""
+    path = Path(path)
+    probe = partial_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+        free = shutil.disk_usage(path.parent).free
+    except OSError as err:
+        raise WriteError(f"{path}: cannot write ({os_error(err)})") from None
+    if free < need + FULL_BELOW:
+        raise WriteError(f"{path}: cannot write ({os.strerror(errno.ENOSPC)} (ENOSPC): "
+                         f"{free:,} bytes free, {need + FULL_BELOW:,} needed)")
 
 
 def write_text(path: str | Path, text: str) -> None:

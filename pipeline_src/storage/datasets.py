@@ -2,6 +2,7 @@
 
 A file is checked against its pandera schema when it is written and when it is read, except where
 the reader's schema is the writer's and the file still has the bytes that passed (see :func:`read`).
+A file is never used when its bytes differ from the SHA-256 its provenance sidecar recorded.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa_arrow
 
-from ..bookkeeping.provenance import attach, recorded_sha256
-from .canonical import sha256_file
+from ..bookkeeping.provenance import attach, unchanged
+from .errors import library_failure
 
 if TYPE_CHECKING:
     import pandera.polars as pa
@@ -69,31 +70,36 @@ def write(frame: pl.DataFrame, path: str | Path, schema: type[pa.DataFrameModel]
 
 
 def read(path: str | Path, schema: Schema, *, checked_when_written: bool = False) -> pl.DataFrame:
-    """Read a Parquet file written by :func:`write` and check it against ``schema`` (a pandera model,
-    or a function that makes it when it is needed).
+    """Read a Parquet file written by :func:`write` (see :func:`load`) and check it against
+    ``schema`` (a pandera model, or a function that makes it when it is needed).
 
     ``checked_when_written`` says that ``schema`` is the one the writer checked the file against (a
     task's datasets: the task fixes their schema). Then a file whose bytes still have the SHA-256 its
     provenance sidecar recorded is the file that passed that check and is not checked again (pandera
-    alone takes longer to import than a small job trains), and a file whose bytes changed is refused,
-    naming both digests. A file without a sidecar (made by hand) is always checked."""
-    recorded = recorded_sha256(path) if checked_when_written else None
-    frame = load(path)
-    if recorded is None:
-        return validate(frame, schema if isinstance(schema, type) else schema(), path)
-    if (actual := sha256_file(path)) != recorded:
-        raise DataError(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
-                        "make it again, or delete its .prov.json to check it against the schema as it is")
-    return frame
+    alone takes longer to import than a small job trains). A file without a sidecar (made by hand) is
+    always checked."""
+    frame, recorded = _load(path)
+    if recorded and checked_when_written:
+        return frame
+    return validate(frame, schema if isinstance(schema, type) else schema(), path)
 
 
 def load(path: str | Path) -> pl.DataFrame:
-    """Read a Parquet file, unchecked (see :func:`read`); a missing or unreadable file is a DataError."""
+    """Read a Parquet file, without a schema check (see :func:`read`). A file with a provenance
+    sidecar must still have the SHA-256 recorded there; a missing, changed or unreadable file is a
+    DataError naming it."""
+    return _load(path)[0]
+
+
+def _load(path: str | Path) -> tuple[pl.DataFrame, bool]:
+    """The frame in ``path``, and whether its bytes are those its sidecar recorded (False: none)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such dataset file")
+    recorded = unchanged(path, DataError)
     try:
-        return pl.read_parquet(path)
-    except Exception as err:  # polars raises several types for unreadable files
-        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
-
+        return pl.read_parquet(path), recorded
+    except BaseException as err:  # polars raises several types, and panics
+        if not library_failure(err):
+            raise
+        raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from ..storage import datasets
-from ..storage.atomic import write_text
+from ..storage.atomic import check_writable, write_text
 from .optimizer import AdamW
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
@@ -143,6 +143,8 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
     scheme = get_scheme(spec["scheme"])
     source = make_source()
     model = build_model(spec, source.vocab_size).to(device)  # initialised on the CPU: the same on every device
+    # room for the model, and for two resume checkpoints (weights and both moments) while one replaces the other
+    check_writable(out_dir / "model.safetensors", need=28 * model.num_parameters())
     optimizer = make_optimizer(model, opt)
     generator = torch.Generator().manual_seed(spec["seed"])
     identity = config_hash(spec)
