@@ -85,7 +85,7 @@ def kill_at_random(workdir: Path, args: list[str], within: float, rng: random.Ra
     except subprocess.TimeoutExpired:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
-        return f"killed at {delay:.1f} s while {', '.join(running_jobs(workdir)) or 'starting'} ran"
+        return f"killed at {delay:.1f} s (newest logs: {', '.join(running_jobs(workdir)) or 'none'})"
 
 
 def main() -> int:

@@ -48,20 +48,23 @@ FIGURES = {name: paths.figure_files(name) for name in jobs.figures(config)}
 
 
 def made_from(figure):
-    """What a figure's tables were made from: each cell's datasets and model files (a task's
-    figure), or the token stream and the models of the language chain. Inputs of `all` too:
+    """A figure's tables and what they were made from: each cell's accuracy table, datasets and
+    model files (a task's figure), or the tables, token stream and models of the language chain.
+    Inputs of `all` too:
     Snakemake takes a missing file whose consumers' outputs are up to date for a deleted
-    intermediate and leaves it, so a model removed by a job killed after Snakemake deleted its
-    outputs to rerun it would stay missing; as an input of `all` it is made again, and every job
+    intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
+    its outputs to rerun it would stay missing; as an input of `all` it is made again, and every job
     after it rerun."""
     if figure in LANGUAGE_FIGURES:  # the influence analysis reads the main model (or a Hugging Face one)
         models = [] if config["language"]["analysis"]["hf_model"] else [lang.MAIN]
         if figure != "figure4":
             models = dict.fromkeys([*models, *lang.evaluated_models(config)])
-        return [paths.TOKENIZER, paths.TOKENS, *(path for lm in models for path in paths.language_train_outputs(lm).values())]
+        return [*language_figure_inputs(figure), paths.TOKENIZER, paths.TOKENS,
+                *(path for lm in models for path in paths.language_train_outputs(lm).values())]
     task = jobs.FIGURES[figure]
     files = {}
     for cell in CELLS[task]:
+        files[paths.accuracy(**cell)] = None
         files[paths.train_data(task=task, variant=cell["variant"])] = None
         files[paths.eval_data(task=task, evalset=jobs.eval_data_name(task, cell["variant"]))] = None
         files.update(dict.fromkeys(paths.train_outputs(**cell).values()))
