@@ -23,12 +23,22 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/language.smk"
 
 
+# Targets: each figure by its name (`snakemake figure2`), and `all`. Rules without outputs, so that
+# everything a figure was made from is asked for, and a file lost while the figure stayed is made
+# again (see made_from in common.smk).
+for figure in [*FIGURES, *LANGUAGE_FIGURES]:
+
+    rule:
+        name:
+            figure
+        input:
+            figure_target(figure),
+
+
 rule all:
     default_target: True
     input:
-        [path for paths in FIGURES.values() for path in paths],
-        [path for paths in LANGUAGE_FIGURES.values() for path in paths],
-        list(dict.fromkeys(path for figure in [*FIGURES, *LANGUAGE_FIGURES] for path in made_from(figure))),
+        list(dict.fromkeys(path for figure in [*FIGURES, *LANGUAGE_FIGURES] for path in figure_target(figure))),
 
 
 # Cells that did not finish (training diverged, or a job failed), on the console at the end.

@@ -220,6 +220,26 @@ def test_loss_by_position_and_target_losses(stream, main_model, tmp_path):
         assert (joined[column] - joined[f"{column}_influence"]).abs().max() < 1e-5
 
 
+def test_language_evaluation_and_analysis_into_a_read_only_folder_fail_before_loading_the_model(stream, tmp_path,
+                                                                                                 monkeypatch):
+    from pipeline_src.language import analysis
+    from pipeline_src.storage.atomic import WriteError
+    from tests.test_integrity import mounted
+
+    def no_model(folder):
+        raise AssertionError("the model was loaded before the output folder was checked")
+
+    monkeypatch.setattr(analysis, "load_model", no_model)
+    config, folder = stream
+    with mounted(tmp_path / "ro", "ro,size=1m") as ro:
+        with pytest.raises(WriteError, match=rf"{ro / 'p.parquet'}: cannot write \(Read-only file system \(EROFS\)\)"):
+            evaluate_model(lang.eval_spec(config), folder / "main", folder / "tokens.parquet", ro / "p.parquet",
+                           tmp_path / "t.parquet", **quiet)
+        with pytest.raises(WriteError, match=rf"{ro / 'i.parquet'}: cannot write \(Read-only file system \(EROFS\)\)"):
+            analyse(lang.influence_spec(config), folder / "tokens.parquet", ro / "i.parquet", model_dir=folder / "main",
+                    **quiet)
+
+
 def test_language_jobs_on_an_explicit_cpu_device_match_auto_and_record_it(stream, main_model, tmp_path,
                                                                             monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # auto means the CPU here

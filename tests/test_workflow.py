@@ -62,7 +62,7 @@ def pipeline(tmp_path_factory) -> Path:
 
 
 def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...]]:
-    """The smoke config's number of trained models, its task figures (rule -> 1) and every figure."""
+    """The smoke config's number of trained models, its task figures' plot rules (rule -> 1) and every figure."""
     from pipeline_src.bookkeeping import config as jobs
     from pipeline_src.bookkeeping.status import load_config
     from pipeline_src.language import config as lang
@@ -70,7 +70,7 @@ def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...]]:
     smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     task_figures = jobs.figures(smoke)
     models = sum(len(jobs.cells(smoke, task)) for task in jobs.tasks(smoke))
-    return models, dict.fromkeys(task_figures, 1), (*task_figures, *lang.figures(smoke))
+    return models, {f"plot_{figure}": 1 for figure in task_figures}, (*task_figures, *lang.figures(smoke))
 
 
 MODELS, TASK_FIGURES, FIGURES = _smoke_plan()
@@ -100,19 +100,19 @@ def test_reordered_yaml_reruns_nothing(pipeline):
 
 
 EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must plan
-    "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "figure1": 1}),
-    "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}}, {"eval_data": 1, "evaluate": 4, "figure1": 1}),
-    "training steps": ({"sparse_parity": {"train": {"steps": 31}}}, {"train": 4, "evaluate": 4, "figure1": 1}),
+    "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "plot_figure1": 1}),
+    "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}}, {"eval_data": 1, "evaluate": 4, "plot_figure1": 1}),
+    "training steps": ({"sparse_parity": {"train": {"steps": 31}}}, {"train": 4, "evaluate": 4, "plot_figure1": 1}),
     "one more scheme": ({"parity_scratchpad": {"runs": {"scratchpad": ["ppc", "coupled", "rope_pose", "nope"]}}},
-                        {"train": 1, "evaluate": 1, "figure2": 1}),
+                        {"train": 1, "evaluate": 1, "plot_figure2": 1}),
     "ppc loss weight": ({"variable_assignment": {"train": {"position_loss_weight": 0.5}}},
-                        {"train": 1, "evaluate": 1, "figure3": 1}),
+                        {"train": 1, "evaluate": 1, "plot_figure3": 1}),
     # only the PoSE language model uses pose_chunks: the rope models are not retrained
     "language pose chunks": ({"language": {"pose": {"pose_chunks": 3}}},
-                             {"language_train": 1, "language_eval": 1, "language_pose": 1}),
+                             {"language_train": 1, "language_eval": 1, "plot_language_pose": 1}),
     # the device (auto -> cpu) enters every model job's spec, never the datasets'
     "device": ({"device": "cpu"}, {"train": MODELS, "evaluate": MODELS, "language_train": 3, "language_eval": 3,
-                                   "language_influence": 1, **TASK_FIGURES, "figure4": 1, "language_pose": 1}),
+                                   "language_influence": 1, **TASK_FIGURES, "plot_figure4": 1, "plot_language_pose": 1}),
 }
 
 
@@ -285,9 +285,9 @@ def test_a_config_value_naming_a_path_outside_results_fails_before_any_job(tmp_p
 def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_path):
     """Snakemake deletes a job's outputs when it starts the job. A forced rerun of one training,
     killed (SIGKILL, the whole process group) while the model trains, leaves the model folder
-    without a model while its accuracy table and the figure remain. After --unlock, the next `all`
-    makes the model again (the same bytes: training is deterministic) and reruns what follows it,
-    instead of "Nothing to be done"."""
+    without a model while its accuracy table and the figure remain. After --unlock, `all` and the
+    figure's own target plan the model again instead of "Nothing to be done"; `snakemake figure1`
+    makes it (the same bytes: training is deterministic) and reruns what follows it."""
     workdir = copy_workflow(tmp_path)
     slow = {**TINY, "sparse_parity": {**TINY["sparse_parity"], "train": {**TINY_TRAIN, "steps": 3000}}}
     override = write_override(workdir, "slow.yaml", slow)
@@ -313,10 +313,11 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
     assert not (folder / "model.safetensors").exists() and (results / "figures" / "figure1.png").exists()
 
     snakemake(workdir, "--unlock", "all", "--configfile", override)
-    done = snakemake(workdir, "all", "--configfile", override)
-    assert "Nothing to be done" not in done.stderr
-    plan = planned_jobs(done)
-    assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("figure1") == 1, plan
+    for target in ("all", "figure1"):
+        plan = planned_jobs(snakemake(workdir, "-n", target, "--configfile", override))
+        assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("plot_figure1") == 1, (target, plan)
+    snakemake(workdir, "figure1", "--configfile", override)
+    assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", override)) == {}
     timed = ("train_log.parquet", "summary.json")  # hold wall-clock seconds (and so do their sidecars' digests)
     changed = [str(p.relative_to(results)) for p in artifacts
                if not p.exists() or (not p.name.startswith(timed) and p.read_bytes() != before[p])]

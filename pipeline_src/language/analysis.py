@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..storage import datasets
+from ..storage.atomic import check_writable
 from . import influence, lm
 from ..checkpoints import load_model
 from ..device import describe_device, resolve_device
@@ -69,6 +70,8 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
+    for out in (positions_out, targets_out):
+        check_writable(out)  # found before the evaluation runs
     model, description = load_model(model_dir)
     model.to(device)
     frame = read_tokens(tokens, model.cfg.vocab_size)
@@ -147,6 +150,7 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
     cfg = influence.InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
+    check_writable(out)  # found before the analysis runs
     if hf_model is not None:
         model = load_hf_model(hf_model).to(device)
         vocab_size, logits_fn = model.config.vocab_size, influence.hf_logits_fn(model)

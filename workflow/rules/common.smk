@@ -47,14 +47,18 @@ CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
 FIGURES = {name: paths.figure_files(name) for name in jobs.figures(config)}
 
 
+def figure_target(figure):
+    """What the target `<figure>` (and `all`) asks for: the figure's files and what it was made
+    from. Snakemake takes a missing file whose consumers' outputs are up to date for a deleted
+    intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
+    its outputs to rerun it would stay missing; as an input of a rule without outputs it is made
+    again, and every job after it rerun."""
+    return [*paths.figure_files(figure), *made_from(figure)]
+
+
 def made_from(figure):
     """A figure's tables and what they were made from: each cell's accuracy table, datasets and
-    model files (a task's figure), or the tables, token stream and models of the language chain.
-    Inputs of `all` too:
-    Snakemake takes a missing file whose consumers' outputs are up to date for a deleted
-    intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
-    its outputs to rerun it would stay missing; as an input of `all` it is made again, and every job
-    after it rerun."""
+    model files (a task's figure), or the tables, token stream and models of the language chain."""
     if figure in LANGUAGE_FIGURES:  # the influence analysis reads the main model (or a Hugging Face one)
         models = [] if config["language"]["analysis"]["hf_model"] else [lang.MAIN]
         if figure != "figure4":

@@ -110,14 +110,15 @@ for figure in LANGUAGE_FIGURES:
 
     rule:
         name:
-            figure
+            f"plot_{figure}"
         input:
             tables=language_figure_inputs(figure),
             caption=caption_template(figure),
         output:
             **figure_outputs(figure, category="language"),
         params:
-            rule=figure,
+            figure=figure,
+            rule=f"plot_{figure}",
             spec=canonical_json(lang.figure_spec(config, figure)),
             code=stage_digest("language_figures"),
         localrule: True
@@ -130,6 +131,6 @@ for figure in LANGUAGE_FIGURES:
         shell:
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule
-            "lengthgen plot {params.rule} --rule {params.rule} --spec {params.spec:q}"
+            "lengthgen plot {params.figure} --rule {params.rule} --spec {params.spec:q}"
             " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
             " {input.tables} 2> {log}"
