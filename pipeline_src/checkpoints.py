@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load as load_weights, save_file
 
 from .storage.atomic import replacing, write_text
 from .storage.errors import library_failure, os_error
@@ -43,8 +43,9 @@ def read_description(model_dir: Path) -> dict:
     """The description (``model.json``) of the model in ``model_dir``."""
     path = Path(model_dir) / "model.json"
     try:
-        unchanged(path, CheckpointError)
-        return json.loads(path.read_text())
+        data = path.read_bytes()
+        unchanged(path, CheckpointError, data)
+        return json.loads(data)
     except (OSError, ValueError) as err:
         raise CheckpointError(f"{model_dir}: cannot read model.json ({err})") from None
 
@@ -60,8 +61,9 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
                               "the model has no weights")
     try:
         cfg = ModelConfig.from_dict(description["model_config"])
-        unchanged(model_dir / "model.safetensors", CheckpointError)
-        weights = load_file(model_dir / "model.safetensors")
+        data = (model_dir / "model.safetensors").read_bytes()
+        unchanged(model_dir / "model.safetensors", CheckpointError, data)
+        weights = load_weights(data)
     except CheckpointError:
         raise
     except BaseException as err:  # missing, truncated, not safetensors (a safetensors panic included)

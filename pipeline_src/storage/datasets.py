@@ -7,6 +7,7 @@ A file is never used when its bytes differ from the SHA-256 its provenance sidec
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Union
 
@@ -15,7 +16,7 @@ import polars as pl
 import pyarrow as pa_arrow
 
 from ..bookkeeping.provenance import attach, unchanged
-from .errors import library_failure
+from .errors import library_failure, os_error
 
 if TYPE_CHECKING:
     import pandera.polars as pa
@@ -96,9 +97,13 @@ def _load(path: str | Path) -> tuple[pl.DataFrame, bool]:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such dataset file")
-    recorded = unchanged(path, DataError)
     try:
-        return pl.read_parquet(path), recorded
+        data = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({os_error(err)})") from None
+    recorded = unchanged(path, DataError, data)
+    try:
+        return pl.read_parquet(io.BytesIO(data)), recorded
     except BaseException as err:  # polars raises several types, and panics
         if not library_failure(err):
             raise
