@@ -14,6 +14,7 @@ rule evaluate:
         model_dir=lambda wc, input: os.path.dirname(input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
+        gres=MODEL_GRES,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"

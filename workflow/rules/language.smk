@@ -39,6 +39,7 @@ rule language_train:
         out_dir=lambda wc, output: os.path.dirname(output.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
+        gres=MODEL_GRES,
     threads: config["threads"]["train"]
     conda:
         "../envs/lengthgen.yaml"
@@ -66,6 +67,7 @@ rule language_eval:
         model_dir=lambda wc, input: os.path.dirname(input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
+        gres=MODEL_GRES,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"
@@ -94,6 +96,7 @@ rule language_influence:
         model=language_model_option,
     resources:
         gpu=GPUS_PER_MODEL_JOB,
+        gres=MODEL_GRES,
     threads: config["threads"]["evaluate"]
     conda:
         "../envs/lengthgen.yaml"

@@ -14,6 +14,7 @@ rule train:
         out_dir=lambda wc, output: os.path.dirname(output.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
+        gres=MODEL_GRES,
     threads: config["threads"]["train"]
     conda:
         "../envs/lengthgen.yaml"
