@@ -1,0 +1,102 @@
+"""profiles/slurm on a real one-node Slurm (tests/slurm_cluster.py), with the documented settings
+only. One chain of the smoke config (data jobs; training and evaluation in one group job; the
+figure, a local rule), device: cpu, then device: cuda on this CPU-only machine, where the model jobs
+ask for a GPU and fail; Slurm's own records say where each job ran and what it asked for. The whole
+smoke config through Slurm is the slow test (pytest -m slow). Skipped where slurm-wlm and munge are
+not installed (.ci/run installs them)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import slurm_cluster
+from tests.test_workflow import copy_workflow, write_override
+
+pytest.importorskip("snakemake_executor_plugin_slurm")
+pytestmark = pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))
+
+# The node has this machine's CPUs; a submission of models sharing a GPU takes 2 of them, two models
+# to a GPU, each model job 1 CPU and 2000 MB (README, "Run on a cluster").
+SETTINGS = {"LENGTHGEN_SLURM_PARTITION": "cpu", "LENGTHGEN_SLURM_GPU_PARTITION": "gpu",
+            "LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "4000",
+            "LENGTHGEN_SLURM_MODELS_PER_GPU": "2"}
+# Without Slurm accounting (sacct fails) the plugin must poll squeue; small jobs: poll early.
+FLAGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5")
+GROUP = "models_evaluate_train"  # the group job of a cell's training and evaluation
+ONE_CELL = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0]}}
+
+
+def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``snakemake <target>`` through profiles/slurm as README shows it; the result and its seconds."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", target, "--workflow-profile", "profiles/slurm",
+         "--configfile", "config/smoke.yaml", *configfiles, "--config", f"device={device}", *FLAGS],
+        cwd=workdir, env={**env, **SETTINGS, "PATH": path}, capture_output=True, text=True, timeout=1800)
+    return done, time.monotonic() - start
+
+
+def slurm_jobs(env: dict) -> dict[str, dict[str, str]]:
+    """Job id -> slurmctld's record of it (scontrol keeps finished jobs for MinJobAge, 300 s)."""
+    done = subprocess.run(["scontrol", "show", "job", "-o"], env=env, capture_output=True, text=True, check=True)
+    records = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in done.stdout.splitlines() if "JobId=" in line]
+    return {record["JobId"]: record for record in records}
+
+
+def rule_of(record: dict[str, str]) -> str:
+    """The rule of a job, from the comment the plugin gives each submission (rule_<rule>_wildcards_...;
+    a group job's rule is its group and rules: models_evaluate_train)."""
+    return record["Comment"].removeprefix("rule_").split("_wildcards_")[0]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cluster")
+    with slurm_cluster.one_node_slurm(root, cpus=os.cpu_count() or 1) as env:
+        yield env
+
+
+def test_one_chain_runs_where_the_settings_say_and_a_failed_job_stops_the_run(cluster, tmp_path):
+    workdir = copy_workflow(tmp_path)
+    one_cell = write_override(workdir, "one_cell.yaml", ONE_CELL)
+    done, chain_seconds = run(workdir, cluster, "figure1", one_cell, device="cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (workdir / "results" / "figures" / "figure1.png").exists()
+    jobs = slurm_jobs(cluster)
+    by_rule = {rule_of(record): record for record in jobs.values()}
+    assert set(by_rule) == {"train_data", "eval_data", GROUP}, jobs
+    assert all(record["JobState"] == "COMPLETED" for record in jobs.values()), jobs
+    for rule in ("train_data", "eval_data"):
+        assert by_rule[rule]["Partition"] == "cpu" and "TresPerNode" not in by_rule[rule], by_rule[rule]
+    models = by_rule[GROUP]  # the training and evaluation of the one cell, in one submission
+    assert models["Partition"] == "gpu" and "TresPerNode" not in models, models
+    assert models["NumCPUs"] == "1" and models["MinMemoryNode"] == "2000M", models  # one model's share
+
+    # device: cuda reruns the model jobs, which now ask for a GPU (here a pretend one): the
+    # training fails on this CPU-only torch, and the run reports it and stops.
+    cuda, seconds = run(workdir, cluster, "figure1", one_cell, device="cuda")
+    print(f"one chain through Slurm: {chain_seconds:.0f} s; the failing run: {seconds:.0f} s")
+    failed = {job_id: record for job_id, record in slurm_jobs(cluster).items() if job_id not in jobs}
+    assert cuda.returncode != 0 and seconds < 60, (seconds, cuda.stdout + cuda.stderr)
+    assert [(rule_of(r), r["Partition"], r.get("TresPerNode"), r["JobState"]) for r in failed.values()] == \
+        [(GROUP, "gpu", "gres:gpu:1", "FAILED")], failed
+    assert "Error in group models" in cuda.stderr and "CUDA is not available" in cuda.stderr, cuda.stderr
+
+
+@pytest.mark.slow
+def test_the_whole_smoke_config_runs_through_slurm(cluster, tmp_path):
+    workdir = copy_workflow(tmp_path)
+    done, seconds = run(workdir, cluster, "all", device="cpu")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Nothing to be done" in subprocess.run(
+        [sys.executable, "-m", "snakemake", "all", "-n", "--configfile", "config/smoke.yaml", "--config", "device=cpu"],
+        cwd=workdir, capture_output=True, text=True).stdout
+    print(f"whole smoke config through Slurm: {seconds:.0f} s")
