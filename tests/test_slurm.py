@@ -1,6 +1,6 @@
 """profiles/slurm on a real one-node Slurm (tests/slurm_cluster.py), with the documented settings
-only. One chain of the smoke config (data jobs; training and evaluation in one group job; the
-figure, a local rule), device: cpu, then device: cuda on this CPU-only machine, where the model jobs
+only. One chain of the smoke config (data jobs; two cells' trainings and evaluations in one group job;
+the figure, a local rule), device: cpu, then device: cuda on this CPU-only machine, where the model jobs
 ask for a GPU and fail; Slurm's own records say where each job ran and what it asked for. The whole
 smoke config through Slurm is the slow test (pytest -m slow). Skipped where slurm-wlm and munge are
 not installed (.ci/run installs them)."""
@@ -29,8 +29,8 @@ SETTINGS = {"LENGTHGEN_SLURM_PARTITION": "cpu", "LENGTHGEN_SLURM_GPU_PARTITION":
             "LENGTHGEN_SLURM_MODELS_PER_GPU": "2"}
 # Without Slurm accounting (sacct fails) the plugin must poll squeue; small jobs: poll early.
 FLAGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5")
-GROUP = "models_evaluate_train"  # the group job of a cell's training and evaluation
-ONE_CELL = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0]}}
+GROUP = "models_evaluate_train"  # the group job of the cells' trainings and evaluations
+TWO_CELLS = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0, 1]}}
 
 
 def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -66,8 +66,8 @@ def cluster(tmp_path_factory):
 
 def test_one_chain_runs_where_the_settings_say_and_a_failed_job_stops_the_run(cluster, tmp_path):
     workdir = copy_workflow(tmp_path)
-    one_cell = write_override(workdir, "one_cell.yaml", ONE_CELL)
-    done, chain_seconds = run(workdir, cluster, "figure1", one_cell, device="cpu")
+    two_cells = write_override(workdir, "two_cells.yaml", TWO_CELLS)
+    done, chain_seconds = run(workdir, cluster, "figure1", two_cells, device="cpu")
     assert done.returncode == 0, done.stdout + done.stderr
     assert (workdir / "results" / "figures" / "figure1.png").exists()
     jobs = slurm_jobs(cluster)
@@ -76,13 +76,14 @@ def test_one_chain_runs_where_the_settings_say_and_a_failed_job_stops_the_run(cl
     assert all(record["JobState"] == "COMPLETED" for record in jobs.values()), jobs
     for rule in ("train_data", "eval_data"):
         assert by_rule[rule]["Partition"] == "cpu" and "TresPerNode" not in by_rule[rule], by_rule[rule]
-    models = by_rule[GROUP]  # the training and evaluation of the one cell, in one submission
+    models = by_rule[GROUP]  # both cells' trainings and evaluations, in one submission of 2 shares
     assert models["Partition"] == "gpu" and "TresPerNode" not in models, models
-    assert models["NumCPUs"] == "1" and models["MinMemoryNode"] == "2000M", models  # one model's share
+    assert models["NumCPUs"] == "2" and models["MinMemoryNode"] == "4000M", models
+    assert len(list(workdir.glob("results/train/sparse_parity/rope_pose/k2/seed*/summary.json"))) == 2
 
     # device: cuda reruns the model jobs, which now ask for a GPU (here a pretend one): the
     # training fails on this CPU-only torch, and the run reports it and stops.
-    cuda, seconds = run(workdir, cluster, "figure1", one_cell, device="cuda")
+    cuda, seconds = run(workdir, cluster, "figure1", two_cells, device="cuda")
     print(f"one chain through Slurm: {chain_seconds:.0f} s; the failing run: {seconds:.0f} s")
     failed = {job_id: record for job_id, record in slurm_jobs(cluster).items() if job_id not in jobs}
     assert cuda.returncode != 0 and seconds < 60, (seconds, cuda.stdout + cuda.stderr)
