@@ -1,13 +1,12 @@
 """A one-node Slurm cluster for tests, started from a temporary folder: munged, slurmctld and slurmd
 (Debian's slurm-wlm and munge), found by clients through SLURM_CONF (nothing is written to /etc).
 Two partitions, cpu (the default) and gpu, on the one node; two pretend GPUs (File=/dev/null and
-/dev/zero) make --gres=gpu:1 schedulable while torch runs on the CPU. slurmctld's job completion
-log (jobcomp/filetxt) is the record of every job: partition, state, CPUs, memory and GPUs."""
+/dev/zero) make --gres=gpu:1 schedulable while torch runs on the CPU. Tests read each job's record
+with `scontrol show job`; slurmctld's job completion log (jobcomp.log in the folder) keeps them too."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -130,13 +129,3 @@ def wait_for(ready, what: str, root: Path, started: list, timeout: float = 60) -
             logs = "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(root.glob("*.log")) + sorted(root.glob("*.out")))
             raise RuntimeError(f"no {what} (daemons stopped or {timeout:.0f} s passed){logs}")
         time.sleep(0.5)
-
-
-def completed_jobs(root: Path) -> list[dict[str, str]]:
-    """Every finished job as slurmctld recorded it (key=value fields of the completion log)."""
-    log = root / "jobcomp.log"
-    if not log.exists():
-        return []
-    return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in log.read_text().splitlines() if line.strip()]
-
-
