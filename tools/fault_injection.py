@@ -2,13 +2,15 @@
 
     python tools/fault_injection.py --kills 20 [--config config/smoke.yaml] [--seed 0] [--work DIR]
 
-First one uninterrupted run of ``all`` gives the reference results. Then, N times: start ``all``
-(from an empty results folder, or with ``--forcerun`` of one random artifact of the finished
-run), kill the whole process group with SIGKILL at a random moment, ``--unlock``, run ``all`` to
-the end, and compare every artifact with the reference (tools/compare_results.py: tables row for
-row, weights bit for bit, JSON key for key, wall-clock times left out). The run after each kill
-must also leave nothing to do. Prints one line per kill (what was running when it was killed) and
-exits 1 on any difference. Not a test: it takes minutes per kill on the smoke config.
+First one uninterrupted run of ``all`` gives the reference results. Then, until N runs were
+killed: start ``all`` (from an empty results folder, or with ``--forcerun`` of one random artifact
+of the finished run), kill the whole process group with SIGKILL at a random moment, ``--unlock``,
+run to the end (``all``, or every figure's own target, ``figure1 figure2 ...``, chosen at random),
+and compare every artifact with the reference (tools/compare_results.py: tables row for row,
+weights bit for bit, JSON key for key, wall-clock times left out). The run after each kill must
+also leave nothing to do. A run that finished before its kill is checked the same way but not
+counted. Prints one line per run (what was running when it was killed) and exits 1 on any
+difference. Not a test: each run takes tens of seconds to minutes on the smoke config.
 """
 
 from __future__ import annotations
@@ -84,19 +86,19 @@ def figure_targets(configfile: str) -> list[str]:
     return [*jobs.figures(config), *lang.figures(config)]
 
 
-def kill_at_random(workdir: Path, args: list[str], within: float, rng: random.Random) -> str:
+def kill_at_random(workdir: Path, args: list[str], within: float, rng: random.Random) -> tuple[bool, str]:
     """Start snakemake with ``args``, kill its process group after a random delay below ``within``
-    seconds; returns what happened."""
+    seconds; returns whether it was killed (not finished first), and what happened."""
     delay = rng.uniform(0.5, within)
     job = subprocess.Popen(snakemake(workdir, *args), cwd=workdir, env=_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         job.wait(timeout=delay)
-        return f"finished before the kill at {delay:.1f} s"
+        return False, f"finished before the kill at {delay:.1f} s"
     except subprocess.TimeoutExpired:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
-        return f"killed at {delay:.1f} s (newest logs: {', '.join(running_jobs(workdir)) or 'none'})"
+        return True, f"killed at {delay:.1f} s (newest logs: {', '.join(running_jobs(workdir)) or 'none'})"
 
 
 def main() -> int:
@@ -118,15 +120,17 @@ def main() -> int:
     full = time.perf_counter() - started
     print(f"reference run: {full:.0f} s", flush=True)
     run(workdir, "all", *config)
-    failures = 0
-    for kill in range(1, opts.kills + 1):
+    failures = kills = cycles = 0
+    while kills < opts.kills:  # a run that finishes before its kill is checked too, but not counted
+        cycles += 1
         if rng.random() < 0.3:
             shutil.rmtree(workdir / "results")
             how, args, within = "from empty results", ["all", *config], full
         else:  # a forced job and what follows it: seconds on the smoke config
             target = rng.choice(artifacts(workdir / "results")).relative_to(workdir)
             how, args, within = f"forcerun {target}", ["all", *config, "--forcerun", str(target)], 15.0
-        what = kill_at_random(workdir, args, within, rng)
+        killed, what = kill_at_random(workdir, args, within, rng)
+        kills += killed
         run(workdir, "--unlock", "all", *config)
         targets = rng.choice([["all"], rng.sample(figures, len(figures))])
         run(workdir, *targets, *config)
@@ -135,10 +139,11 @@ def main() -> int:
         differences = compare(reference / "results", workdir / "results") + same_bytes(
             reference / "results" / "figures", workdir / "results" / "figures")
         failures += bool(differences or left)
-        print(f"kill {kill}/{opts.kills} ({how}): {what}; remade by {' '.join(targets)}; "
+        print(f"run {cycles}, kill {kills}/{opts.kills} ({how}): {what}; remade by {' '.join(targets)}; "
               + (f"{len(differences)} differences: {differences[:3]}" if differences else "results identical")
               + left, flush=True)
-    print(f"{opts.kills} kills, {failures} with lost or changed results")
+    print(f"{kills} kills in {cycles} runs ({cycles - kills} finished before their kill), "
+          f"{failures} with lost or changed results")
     return 1 if failures else 0
 
 
