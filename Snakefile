@@ -26,19 +26,21 @@ include: "workflow/rules/language.smk"
 # Targets: each figure by its name (`snakemake figure2`), and `all`. Rules without outputs, so that
 # everything a figure was made from is asked for, and a file lost while the figure stayed is made
 # again (see figure_target in workflow/rules/common.smk).
-for figure in [*FIGURES, *LANGUAGE_FIGURES]:
+TARGETS = {figure: figure_target(figure) for figure in [*FIGURES, *LANGUAGE_FIGURES]}
+
+for figure, inputs in TARGETS.items():
 
     rule:
         name:
             figure
         input:
-            figure_target(figure),
+            inputs,
 
 
 rule all:
     default_target: True
     input:
-        list(dict.fromkeys(path for figure in [*FIGURES, *LANGUAGE_FIGURES] for path in figure_target(figure))),
+        list(dict.fromkeys(path for inputs in TARGETS.values() for path in inputs)),
 
 
 # Cells that did not finish (training diverged, or a job failed), on the console at the end.

@@ -15,7 +15,7 @@ from safetensors.torch import load as load_weights, save_file
 from .storage.atomic import replacing, write_text
 from .storage.errors import library_failure, os_error
 from .model import Decoder, ModelConfig
-from .bookkeeping.provenance import attach, sidecar_path, unchanged, write_sidecar
+from .bookkeeping.provenance import attach, read_checked, sidecar_path, write_sidecar
 
 DIGEST_MARK = b"\nlengthgen.sha256:"  # then the 64 hex digits of the SHA-256 of the bytes before it
 RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")
@@ -43,9 +43,7 @@ def read_description(model_dir: Path) -> dict:
     """The description (``model.json``) of the model in ``model_dir``."""
     path = Path(model_dir) / "model.json"
     try:
-        data = path.read_bytes()
-        unchanged(path, CheckpointError, data)
-        return json.loads(data)
+        return json.loads(read_checked(path, CheckpointError)[0])
     except (OSError, ValueError) as err:
         raise CheckpointError(f"{model_dir}: cannot read model.json ({err})") from None
 
@@ -61,9 +59,7 @@ def load_model(model_dir: Path) -> tuple[Decoder, dict]:
                               "the model has no weights")
     try:
         cfg = ModelConfig.from_dict(description["model_config"])
-        data = (model_dir / "model.safetensors").read_bytes()
-        unchanged(model_dir / "model.safetensors", CheckpointError, data)
-        weights = load_weights(data)
+        weights = load_weights(read_checked(model_dir / "model.safetensors", CheckpointError)[0])
     except CheckpointError:
         raise
     except BaseException as err:  # missing, truncated, not safetensors (a safetensors panic included)

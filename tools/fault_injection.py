@@ -31,12 +31,12 @@ sys.path.insert(0, str(REPO / "tools"))
 from compare_results import compare  # noqa: E402
 
 
-def snakemake(workdir: Path, *args: str) -> list[str]:
+def snakemake(*args: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", "--cores", "2", *args]
 
 
 def run(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(snakemake(workdir, *args), cwd=workdir, env=_env(), capture_output=True, text=True)
+    done = subprocess.run(snakemake(*args), cwd=workdir, env=_env(), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"snakemake {' '.join(args)} failed in {workdir}:\n{done.stderr[-3000:]}")
     return done
@@ -90,7 +90,7 @@ def kill_at_random(workdir: Path, args: list[str], within: float, rng: random.Ra
     """Start snakemake with ``args``, kill its process group after a random delay below ``within``
     seconds; returns whether it was killed (not finished first), and what happened."""
     delay = rng.uniform(0.5, within)
-    job = subprocess.Popen(snakemake(workdir, *args), cwd=workdir, env=_env(), stdout=subprocess.DEVNULL,
+    job = subprocess.Popen(snakemake(*args), cwd=workdir, env=_env(), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         job.wait(timeout=delay)

@@ -123,19 +123,19 @@ def recorded_sha256(path: str | Path) -> str | None:
         raise ValueError(f"{side}: not a readable provenance record ({type(err).__name__}: {err})") from None
 
 
-def unchanged(path: str | Path, error: type[Exception] = ValueError, data: bytes | None = None) -> bool:
-    """Whether ``path`` still has the SHA-256 its sidecar recorded when it was written: True; False
-    when it has no sidecar (a file made by hand: nothing to check it against). A file whose bytes
-    changed raises ``error`` naming it and both digests: no job uses a changed input. ``data``: the
-    bytes the caller read from ``path`` and will use, checked instead of reading the file again (so
-    a file replaced after the check is never used unchecked)."""
+def read_checked(path: str | Path, error: type[Exception] = ValueError) -> tuple[bytes, bool]:
+    """The bytes of ``path``, and whether they have the SHA-256 its sidecar recorded when it was
+    written (False: no sidecar, a file made by hand, nothing to check it against). Bytes that
+    changed raise ``error`` naming the file and both digests: no job uses a changed input. The
+    caller parses the bytes checked here, so a file replaced after the check is never used."""
+    data = Path(path).read_bytes()
     recorded = recorded_sha256(path)
     if recorded is None:
-        return False
-    if (actual := sha256_file(path) if data is None else hashlib.sha256(data).hexdigest()) != recorded:
+        return data, False
+    if (actual := hashlib.sha256(data).hexdigest()) != recorded:
         raise error(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
                     f"make it again, or delete {sidecar_path(path).name} to use it as it is")
-    return True
+    return data, True
 
 
 def read_record(path: str | Path) -> dict:

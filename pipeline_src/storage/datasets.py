@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa_arrow
 
-from ..bookkeeping.provenance import attach, unchanged
+from ..bookkeeping.provenance import attach, read_checked
 from .errors import library_failure, os_error
 
 if TYPE_CHECKING:
@@ -98,10 +98,9 @@ def _load(path: str | Path) -> tuple[pl.DataFrame, bool]:
     if not path.exists():
         raise DataError(f"{path}: no such dataset file")
     try:
-        data = path.read_bytes()
+        data, recorded = read_checked(path, DataError)
     except OSError as err:
         raise DataError(f"{path}: cannot read ({os_error(err)})") from None
-    recorded = unchanged(path, DataError, data)
     try:
         return pl.read_parquet(io.BytesIO(data)), recorded
     except BaseException as err:  # polars raises several types, and panics

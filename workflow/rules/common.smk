@@ -47,7 +47,7 @@ if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
-FIGURES = {name: paths.figure_files(name) for name in jobs.figures(config)}
+FIGURES = jobs.figures(config)
 
 
 def figure_target(figure):
@@ -105,7 +105,7 @@ def caption_template(figure):
 
 
 # --- natural-language analysis (language.smk) ---
-LANGUAGE_FIGURES = {name: paths.figure_files(name) for name in lang.figures(config)}
+LANGUAGE_FIGURES = lang.figures(config)
 
 
 def language_model_input(wc):
