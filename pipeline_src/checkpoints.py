@@ -48,11 +48,12 @@ def read_description(model_dir: Path) -> dict:
         raise CheckpointError(f"{model_dir}: cannot read model.json ({err})") from None
 
 
-def load_model(model_dir: Path) -> tuple[Decoder, dict]:
-    """The trained model of ``model_dir`` in eval mode, and its description. A model whose training
-    diverged has no weights: a :class:`CheckpointError` saying so."""
+def load_model(model_dir: Path, description: dict | None = None) -> tuple[Decoder, dict]:
+    """The trained model of ``model_dir`` in eval mode, and its description (``description``: the
+    one :func:`read_description` already returned, so model.json is not read again). A model whose
+    training diverged has no weights: a :class:`CheckpointError` saying so."""
     model_dir = Path(model_dir)
-    description = read_description(model_dir)
+    description = read_description(model_dir) if description is None else description
     if description.get("diverged"):
         diverged = description["diverged"]
         raise CheckpointError(f"{model_dir}: training diverged at step {diverged['step']} ({diverged['reason']}); "

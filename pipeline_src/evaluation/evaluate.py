@@ -75,7 +75,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     check_writable(out_path)  # a folder that cannot take the table is found before the evaluation runs
     description = read_description(model_dir)
     diverged = description.get("diverged")
-    model = None if diverged else load_model(model_dir)[0].to(device)
+    model = None if diverged else load_model(model_dir, description)[0].to(device)
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
     frame = datasets.read(eval_data, lambda: task.schema, checked_when_written=True).with_row_index("row")
     columns, table_columns = list(task.cell_columns), table_cell_columns(task.cell_columns)
