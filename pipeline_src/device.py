@@ -33,11 +33,8 @@ from pathlib import Path
 
 import torch
 
-from .bookkeeping.config import SLOTS_ENV
+from .device_setting import DEFAULT, DEVICES, FIELD, SLOTS_ENV
 
-FIELD = "device"
-DEVICES = ("auto", "cpu", "cuda")
-DEFAULT = "auto"
 _held: list = []  # the open lock file of this process's slot: the claim lasts while it is open
 
 
@@ -59,7 +56,7 @@ def resolve_device(value: str | torch.device | None = None) -> torch.device:
         return torch.device("cpu")
     slot = claim_gpu_slot()
     if value == "auto" and not torch.cuda.is_available():
-        return torch.device("cpu")  # (a slot of a pretend GPU, see config.GPUS_ENV, stays held)
+        return torch.device("cpu")  # (a slot of a pretend GPU, see device_setting.GPUS_ENV, stays held)
     _require_cuda(value)
     if slot:
         torch.cuda.set_device(slot["gpu"])  # kernels that name no device run there too

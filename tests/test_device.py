@@ -191,7 +191,7 @@ def test_cuda_training_sees_the_cpu_batches_and_writes_cpu_results(tmp_path, tra
 
 
 def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch):
-    from pipeline_src.bookkeeping.config import gpus_per_model_job
+    from pipeline_src.device_setting import gpus_per_model_job
 
     assert gpus_per_model_job({"device": "cpu"}) == 0
     assert gpus_per_model_job({"device": "cuda"}) == 1
@@ -200,7 +200,7 @@ def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch
 
 
 def test_the_gpus_model_jobs_spread_over(monkeypatch):
-    from pipeline_src.bookkeeping.config import GPUS_ENV, gpus_per_model_job, visible_gpus
+    from pipeline_src.device_setting import GPUS_ENV, gpus_per_model_job, visible_gpus
 
     monkeypatch.delenv(GPUS_ENV, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")

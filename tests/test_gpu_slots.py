@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline_src.bookkeeping.config import GPUS_ENV, SLOTS_ENV
+from pipeline_src.device_setting import GPUS_ENV, SLOTS_ENV
 from tests.test_workflow import copy_workflow, planned_jobs, snakemake
 
 CLAIM = ("import sys, time\nfrom pipeline_src.device import claim_gpu_slot\n"

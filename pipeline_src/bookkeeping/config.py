@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
 import re
-from pathlib import Path
 
+from ..device_setting import device_setting
 from ..language import config as language_config
 from ..model_config import model_config
 from ..schemes import get_scheme
@@ -35,7 +34,6 @@ class ConfigError(ValueError):
 # seed{seed}); the workflow's wildcard_constraints are these patterns. None admits "/" or "..", so no
 # config value can produce a path outside results/.
 PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
-DEVICE_DEFAULT = "auto"  # = pipeline_src.device.DEFAULT (not imported: this module stays free of torch)
 FIGURES = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
 
 
@@ -120,40 +118,6 @@ def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int
     if get_scheme(scheme).coupled:
         return t.max_position_id(longest, params)
     return t.sequence_tokens(longest, params) - 1
-
-
-def device_setting(config: dict) -> str:
-    """The top-level ``device`` (auto, cpu or cuda; ``auto`` where absent). It enters every model
-    job's spec (training, evaluation, the language jobs), so changing it reruns those jobs: float
-    results differ between devices. It is resolved when the job starts (pipeline_src.device)."""
-    return config.get("device", DEVICE_DEFAULT)
-
-
-# A number of GPUs the workflow assumes instead of the ones it finds: pretend GPUs on a machine
-# without CUDA (tests and dry runs of GPU scheduling; the jobs then run on the CPU), or fewer GPUs.
-GPUS_ENV = "LENGTHGEN_GPUS"
-SLOTS_ENV = "LENGTHGEN_GPU_SLOTS"  # "GPUS,MODELS_PER_GPU,FOLDER": set by the workflow, read by pipeline_src.device
-
-
-def visible_gpus() -> int:
-    """How many GPUs local model jobs are spread over, found without importing torch: ``LENGTHGEN_GPUS``
-    where set, else the entries of ``CUDA_VISIBLE_DEVICES`` where set ("" or "-1": none), else the
-    GPUs the NVIDIA driver lists."""
-    if (pretend := os.environ.get(GPUS_ENV)) is not None:
-        if not pretend.isdigit():
-            raise ValueError(f"{GPUS_ENV}={pretend!r}: expected a number of GPUs (0, 1, 2, ...)")
-        return int(pretend)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return 0 if visible.strip() in ("", "-1") else len([d for d in visible.split(",") if d.strip()])
-    return len(list(Path("/proc/driver/nvidia/gpus").glob("*")))
-
-
-def gpus_per_model_job(config: dict) -> int:
-    """The ``gpu`` resource a model job (training, evaluation, language models) requests: 1 when the
-    device setting will use CUDA, else 0. ``auto`` counts as CUDA when :func:`visible_gpus` finds one."""
-    device = device_setting(config)
-    return int(device == "cuda" or (device == "auto" and visible_gpus() > 0))
 
 
 def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:

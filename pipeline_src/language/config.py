@@ -19,6 +19,7 @@ uses and nothing more, so editing a value reruns exactly the jobs that use it.
 
 from __future__ import annotations
 
+from ..device_setting import device_setting
 from ..model_config import model_config
 
 LANGUAGE = "language"
@@ -111,13 +112,6 @@ def corpus_inputs(config: dict) -> list[str]:
     return files
 
 
-def _device(config: dict) -> str:
-    """The top-level ``device`` (see :func:`pipeline_src.bookkeeping.config.device_setting`)."""
-    from ..bookkeeping.config import device_setting  # not at the top: config imports this module
-
-    return device_setting(config)
-
-
 def train_spec(config: dict, model: str) -> dict:
     """The spec of one language model, for :func:`pipeline_src.training.train.train`."""
     if model not in SCHEMES:
@@ -127,7 +121,7 @@ def train_spec(config: dict, model: str) -> dict:
     train = {key: value for key, value in section["train"].items() if key not in UNUSED_TRAIN_FIELDS}
     pose = model == SHORT_POSE
     return {"task": LANGUAGE, "variant": model, "scheme": SCHEMES[model], "seed": section["seed"],
-            "device": _device(config), "context": context, "model": dict(section["model"]), "train": train,
+            "device": device_setting(config), "context": context, "model": dict(section["model"]), "train": train,
             "positions": {"pose_chunks": section["pose"]["pose_chunks"] if pose else None,
                           "target_length": pose_target_length(config) if pose else context},
             "heldout": dict(section["heldout"])}
@@ -138,7 +132,7 @@ def eval_spec(config: dict) -> dict:
     section = _section(config)
     analysis = section["analysis"]
     return {"eval_length": eval_length(config), "windows": section["pose"]["eval_windows"],
-            "batch_size": analysis["batch_size"], "device": _device(config),
+            "batch_size": analysis["batch_size"], "device": device_setting(config),
             "targets": {"context": section["context"], "local": section["local"],
                         "n_targets": analysis["n_targets"], "seed": analysis["seed"]}}
 
@@ -149,7 +143,7 @@ def influence_spec(config: dict) -> dict:
     ``device``."""
     section = _section(config)
     analysis = section["analysis"]
-    return {"context": section["context"], "local": section["local"], "device": _device(config),
+    return {"context": section["context"], "local": section["local"], "device": device_setting(config),
             **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws",
                                               "hf_model")}}
 

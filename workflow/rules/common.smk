@@ -5,6 +5,7 @@ from shlex import quote
 from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.bookkeeping import paths
 from pipeline_src.bookkeeping import slurm
+from pipeline_src import device_setting as devices
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping.code_digest import stage_digest
@@ -33,17 +34,17 @@ wildcard_constraints:
 
 
 # The gpu resource of every model job: 1 when its device setting will use CUDA, else 0 (see
-# jobs.gpus_per_model_job). Run locally, at most GPUs x models_per_gpu model jobs run at once (a
+# devices.gpus_per_model_job). Run locally, at most GPUs x models_per_gpu model jobs run at once (a
 # --resources gpu=N of the user's wins), and each job claims a slot of one GPU through
 # LENGTHGEN_GPU_SLOTS (pipeline_src/device.py). On a cluster, profiles/slurm sets gpu to 0 and the
 # string MODEL_GRES is the job's GPU ("" for none), requested once by a group of models sharing it.
-GPUS_PER_MODEL_JOB = jobs.gpus_per_model_job(config)
+GPUS_PER_MODEL_JOB = devices.gpus_per_model_job(config)
 MODEL_GRES = slurm.gres(GPUS_PER_MODEL_JOB)
 if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
-    GPUS = max(1, jobs.visible_gpus())  # device: cuda where none is seen: the job's own check speaks
+    GPUS = max(1, devices.visible_gpus())  # device: cuda where none is seen: the job's own check speaks
     if "gpu" not in workflow.global_resources:
         workflow.register_resource("gpu", GPUS * config["models_per_gpu"])
-    os.environ[jobs.SLOTS_ENV] = f"{GPUS},{config['models_per_gpu']},{os.path.abspath(paths.GPU_SLOTS)}"
+    os.environ[devices.SLOTS_ENV] = f"{GPUS},{config['models_per_gpu']},{os.path.abspath(paths.GPU_SLOTS)}"
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
