@@ -11,6 +11,9 @@ share an ID, a_i, b_i and c_i -> r+i; ``+`` and ``=`` -> r (so c_1, predicted at
 after it, and each c_{i+1} one after c_i); c_{n+1} -> r+n+1 and ``<eos>`` -> r+n+2. The random
 training offset is the positional scheme's business, as for every task.
 
+Under teacher forcing c_i depends on a_i and b_i and, for i >= 2, on a_{i-1}, b_{i-1} and c_{i-1}
+(the carry into digit i); ``<eos>`` on no token (:data:`DEPENDENCIES`).
+
 Cho et al. train a 1-layer decoder on 1-30 digit operands and add 200-digit numbers with coupled
 IDs; ``config/paper.yaml`` holds their setting. Vectorised with NumPy; a pure function of
 (params, seed).
@@ -19,6 +22,7 @@ IDs; ``config/paper.yaml`` holds their setting. Vectorised with NumPy; a pure fu
 import numpy as np
 
 from . import layout
+from .dependency import Dependencies, Probe, change_probe, pick, response_sets
 from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
 
@@ -118,6 +122,40 @@ def check_section(section: dict) -> None:
     layout.length_range(section["data"], prefix="data.")
 
 
+def digit_indices(prompt: np.ndarray, i: int) -> list[int]:
+    """The sequence indices of a_i and b_i (significance ``i``, 1-based) in the prompt
+    ``<bos> a_n ... a_1 + b_n ... b_1 =``; none outside 1..n."""
+    n = (len(prompt) - 3) // 2
+    return [n + 1 - i, 2 * n + 2 - i] if 1 <= i <= n else []
+
+
+def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
+    """c_i depends on a_i, b_i and, for i >= 2, on a_{i-1}, b_{i-1} and c_{i-1}; ``<eos>`` on nothing.
+
+    The carry into digit i is (a_{i-1} + b_{i-1} + carry_{i-1}) >= 10, and under teacher forcing
+    carry_{i-1} = (c_{i-1} - a_{i-1} - b_{i-1}) mod 10: the carry is c_{i-1} < a_{i-1} + b_{i-1},
+    which c_{i-1} alone does not give (nor a_{i-1} and b_{i-1} alone).
+    """
+    n = (len(prompt) - 3) // 2
+    reads = [digit_indices(prompt, i) + digit_indices(prompt, i - 1) for i in range(1, n + 2)]
+    return response_sets(reads, len(prompt), carry=True)
+
+
+def probe(prompt: np.ndarray, response: np.ndarray, rng: np.random.Generator) -> Probe:
+    """A random c_i, i in 1..n (not the carry out c_{n+1}); a_i or b_i changed to another digit
+    (relevant: that always changes c_i), a digit of significance other than i and i-1 (irrelevant;
+    None when there is none)."""
+    n = (len(prompt) - 3) // 2
+    i = pick(range(1, n + 1), rng)
+    depends = dependency_sets(prompt, response)[i - 1]
+    digits = np.concatenate([digit_indices(prompt, s) for s in range(1, n + 1)])
+    return change_probe(i - 1, digit_indices(prompt, i), np.setdiff1d(digits, depends), prompt,
+                        range(DIGIT0, DIGIT0 + 10), rng)
+
+
+DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
+
+
 def schema():
     """The pandera schema of an addition frame."""
     import pandera.polars as pa
@@ -157,4 +195,5 @@ TASK = Task(
                   data_schema=data_schema(n_min=count("Fewest operand digits n in training."),
                                           n_max=count("Most operand digits n in training."))),
     figure=Figure("addition", "pipeline_src.figures.addition:plot"), cell_columns=CELL_COLUMNS,
-    answer_index=-2, headline_metrics={"direct": "exact_match"}, check_section=check_section)
+    answer_index=-2, headline_metrics={"direct": "exact_match"}, check_section=check_section,
+    dependencies=DEPENDENCIES)

@@ -10,12 +10,16 @@ b_i, and every next token sits one ID after the token that predicts it. Without 
 s_n -> r+n and ``<eos>`` -> r+n+1. The random training offset
 r is the positional scheme's business (positions are data; the scheme transforms them).
 
+Under teacher forcing s_i depends on b_i and, for i >= 2, on s_{i-1}; without the scratchpad s_n
+depends on every bit; ``<eos>`` on no token (:data:`DEPENDENCIES`).
+
 Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
 """
 
 import numpy as np
 
 from . import layout
+from .dependency import Dependencies, Probe, parity_probe, response_sets
 from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
 
@@ -115,6 +119,23 @@ def generate_eval(params: dict, seed: int):
     return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
 
 
+def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
+    """s_i depends on b_i and s_{i-1} (scratchpad: n + 1 response tokens), s_n alone on every bit
+    (without; with n = 1 the two are the same); ``<eos>`` on nothing."""
+    bits = np.arange(1, len(prompt) - 1)
+    reads = [[i] for i in bits] if len(response) == len(bits) + 1 else [bits]
+    return response_sets(reads, len(prompt), carry=True)
+
+
+def probe(prompt: np.ndarray, response: np.ndarray, rng: np.random.Generator) -> Probe:
+    """With the scratchpad a random s_i, b_i flipped (relevant) and another bit (irrelevant; None when
+    n = 1); without, the answer and a random bit flipped (irrelevant: None, it depends on all)."""
+    return parity_probe(dependency_sets(prompt, response), np.arange(1, len(prompt) - 1), prompt, (ZERO, ONE), rng)
+
+
+DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
+
+
 def schema():
     """The pandera schema of a parity-with-scratchpad frame."""
     import pandera.polars as pa
@@ -165,4 +186,5 @@ TASK = Task(
                   data_schema=data_schema(n_min=count("Fewest bits n in training."),
                                           n_max=count("Most bits n in training."))),
     figure=Figure("figure2", "pipeline_src.figures.figure2:plot"), cell_columns=CELL_COLUMNS,
-    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section)
+    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section,
+    dependencies=DEPENDENCIES)

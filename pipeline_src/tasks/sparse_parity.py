@@ -3,6 +3,7 @@
 A sample shows l bits, each preceded by a marker: ``*`` if the bit belongs to the hidden set S
 (|S| = k, uniform over k-subsets of {1..l}), ``-`` otherwise. The response is the single token
 XOR(b_i, i in S). The prompt is ``<bos> m_1 b_1 ... m_l b_l =``; the task's length measure is 2l.
+The answer depends on the k marked bits (:data:`DEPENDENCIES`), read from the markers of the prompt.
 
 Everything is vectorised over samples with NumPy and is a pure function of (params, seed).
 """
@@ -13,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from . import layout
+from .dependency import Dependencies, Probe, parity_probe
 from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
 
@@ -126,6 +128,29 @@ def generate_eval(params: dict, seed: int, draw: Callable = sample_layout, task:
                             f"{params['lengths']}")
 
 
+def bit_indices(prompt: np.ndarray) -> np.ndarray:
+    """The sequence indices 2i of the bits b_i of a prompt ``<bos> m_1 b_1 ... m_l b_l =``."""
+    return np.arange(2, len(prompt) - 1, 2)
+
+
+def marked_bits(prompt: np.ndarray) -> np.ndarray:
+    """The sequence indices of the marked bits (marker ``*``), in order."""
+    return 2 + 2 * np.flatnonzero(prompt[1:-1:2] == MARK)
+
+
+def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
+    """The answer depends on the marked bits."""
+    return [marked_bits(prompt)]
+
+
+def probe(prompt: np.ndarray, response: np.ndarray, rng: np.random.Generator) -> Probe:
+    """A random marked bit flipped (relevant), a random unmarked one (irrelevant; None when k = l)."""
+    return parity_probe(dependency_sets(prompt, response), bit_indices(prompt), prompt, (ZERO, ONE), rng)
+
+
+DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
+
+
 @functools.cache
 def prompt_schema():
     """The pandera base of sparse parity's frames: the (k, l) columns and the prompt (shared by the
@@ -197,4 +222,4 @@ TASK = Task(
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema, layout=LAYOUT, figure=Figure("figure1", "pipeline_src.figures.figure1:plot"),
-    check_section=check_section)
+    check_section=check_section, dependencies=DEPENDENCIES)

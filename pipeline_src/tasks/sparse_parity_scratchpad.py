@@ -11,12 +11,16 @@ sequential IDs 0..2l+1 (``<bos>`` 0, m_i 2i-1, b_i 2i, ``=`` 2l+1); s_j gets the
 marked *bit* token, 2 i_j, which depends on the input: the case PPC exists for; ``<eos>`` gets the
 ID after ``=``, 2l+2.
 
+Under teacher forcing s_j depends on the j-th marked bit and, for j >= 2, on s_{j-1}; ``<eos>`` on
+no token (:data:`DEPENDENCIES`).
+
 Vectorised with NumPy over samples; a pure function of (params, seed).
 """
 
 import numpy as np
 
 from . import sparse_parity
+from .dependency import Dependencies, Probe, parity_probe, response_sets
 from .task import Figure, Task
 from .sparse_parity import ONE, ZERO, VOCAB, eval_cells, train_k_l  # noqa: F401 (re-exported)
 
@@ -86,6 +90,21 @@ def generate_eval(params: dict, seed: int):
     return sparse_parity.generate_eval(params, seed, draw=sample, task="sparse_parity_scratchpad")
 
 
+def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
+    """s_j depends on the j-th marked bit and s_{j-1}, ``<eos>`` on nothing."""
+    return response_sets([[i] for i in sparse_parity.marked_bits(prompt)], len(prompt), carry=True)
+
+
+def probe(prompt: np.ndarray, response: np.ndarray, rng: np.random.Generator) -> Probe:
+    """A random s_j; its marked bit flipped (relevant), another bit, marked or not (irrelevant; None
+    when l = 1)."""
+    return parity_probe(dependency_sets(prompt, response), sparse_parity.bit_indices(prompt), prompt, (ZERO, ONE),
+                        rng)
+
+
+DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
+
+
 def schema():
     """The pandera schema of a sparse parity frame with the scratchpad response."""
     import pandera.polars as pa
@@ -115,4 +134,5 @@ TASK = Task(
     sequence_tokens=sequence_tokens, max_position_id=max_position_id,
     train_lengths=sparse_parity.train_lengths, make_schema=schema, layout=sparse_parity.LAYOUT,
     figure=Figure("sparse_parity_scratchpad", "pipeline_src.figures.sparse_parity_scratchpad:plot"),
-    cell_columns=CELL_COLUMNS, answer_index=-2, check_section=sparse_parity.check_section)
+    cell_columns=CELL_COLUMNS, answer_index=-2, check_section=sparse_parity.check_section,
+    dependencies=DEPENDENCIES)

@@ -14,6 +14,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .dependency import Dependencies
 from .vocab import Vocab
 
 
@@ -87,6 +88,9 @@ class Task:
     # (section) -> None: checks of the config section beyond the JSON schema; raises ValueError
     # with a message naming the field relative to the section (e.g. "data.n_vars=...")
     check_section: Callable[[dict], None] | None = None
+    # what each response token depends on (see :mod:`.dependency`); None: the task runs without the
+    # mechanism analysis, which says so
+    dependencies: Dependencies | None = None
     module: str = ""  # the dotted module declaring the task (set by the registry)
 
     def __post_init__(self) -> None:

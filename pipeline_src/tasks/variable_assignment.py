@@ -23,6 +23,12 @@ chains, digits and name indices for every L; only the spelling differs. A statem
 letters share r+n+2, and a scratchpad hop to a variable has its L letters, all with the ID of the
 statement they are read from.
 
+Under teacher forcing each scratchpad token (a letter of a hop, or the answer digit) depends on the
+right-hand token at the same letter of the statement defining the name it resolves (the query for
+the first hop, else the previous hop); without the scratchpad the answer depends on the right sides
+of every statement on the query chain; ``<eos>`` on no token (:data:`DEPENDENCIES`). The names
+(left sides, query, earlier hops) say where to look, as sparse parity's markers, and are in no set.
+
 Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure function of
 (params, seed).
 """
@@ -30,6 +36,7 @@ Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure fu
 import numpy as np
 
 from . import layout
+from .dependency import Dependencies, Probe, change_probe, response_sets
 from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
 
@@ -255,6 +262,48 @@ def generate_eval(params: dict, seed: int):
     return layout.eval_grid(cells, seed, draw_cell, "no lengths given")
 
 
+def query_chain(prompt: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The statements of ``<bos> statements ? q =`` on the query chain, as the sequence indices of
+    their right sides in chain order (the last a digit), and the indices of every digit right side."""
+    query = int(np.flatnonzero(prompt == QUERY)[0])
+    right_side, digits, start = {}, [], 1
+    for end in np.flatnonzero(prompt[:query] == SEMI):
+        equals = start + int(np.flatnonzero(prompt[start:end] == EQUALS)[0])
+        right_side[tuple(prompt[start:equals].tolist())] = rhs = np.arange(equals + 1, end)
+        if len(rhs) == 1 and DIGIT0 <= prompt[rhs[0]] < DIGIT0 + len(DIGITS):
+            digits.append(rhs[0])
+        start = end + 1
+    chain, name = [], tuple(prompt[query + 1:-1].tolist())
+    for _ in right_side:  # a chain visits each statement at most once
+        chain.append(right_side[name])
+        if chain[-1][0] in digits:
+            break
+        name = tuple(prompt[chain[-1]].tolist())
+    return chain, np.asarray(digits, dtype=np.int64)
+
+
+def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
+    """With the scratchpad (a response of one token per right-side token on the query chain, plus
+    ``<eos>``) each token depends on the right-side token it copies; without (``c <eos>``; with
+    depth 1 the two are the same) the answer depends on every right side of the chain."""
+    hops = np.concatenate(query_chain(prompt)[0])
+    reads = [[i] for i in hops] if len(response) == len(hops) + 1 else [hops]
+    return response_sets(reads, len(prompt), carry=False)
+
+
+def probe(prompt: np.ndarray, response: np.ndarray, rng: np.random.Generator) -> Probe:
+    """The answer digit; the chain's digit changed to another (relevant), the digit of a random
+    statement off the chain (irrelevant; None when every digit is on the chain)."""
+    chain, digits = query_chain(prompt)
+    token = len(response) - 2
+    depends = dependency_sets(prompt, response)[token]
+    return change_probe(token, chain[-1], np.setdiff1d(digits, depends), prompt,
+                        range(DIGIT0, DIGIT0 + len(DIGITS)), rng)
+
+
+DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
+
+
 def schema():
     """The pandera schema of a variable-assignment frame."""
     import pandera.polars as pa
@@ -333,4 +382,5 @@ TASK = Task(
                                 name_tokens=count("Tokens per variable name (letters v0..v{A-1}); 1: one token "
                                                   "v{k} per name.", maximum=8))),
     figure=Figure("figure3", "pipeline_src.figures.figure3:plot"), cell_columns=CELL_COLUMNS,
-    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section)
+    answer_index=-2, headline_metrics={"scratchpad": "exact_match"}, check_section=check_section,
+    dependencies=DEPENDENCIES)
