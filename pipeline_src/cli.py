@@ -216,12 +216,16 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 @MODEL_DIR
 @click.option("--eval-data", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path) -> None:
+@click.option("--mechanism-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also analyse the model's mechanism (attention on the dependency sets, causal flips, first "
+                   "errors) and write its tables into this folder.")
+def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path,
+             mechanism_dir: Path | None) -> None:
     """Sweep every evaluation cell with one trained model."""
     from .evaluation.evaluate import evaluate as run
 
     with _model_job_errors():
-        run(spec, model_dir, eval_data, out, rule=rule, threads=threads)
+        run(spec, model_dir, eval_data, out, rule=rule, threads=threads, mechanism_dir=mechanism_dir)
 
 
 @main.command()
@@ -233,13 +237,25 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 @click.option("--caption", "caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
               help="Also write the figure's caption to OUT: the description TEMPLATE (workflow/report/<figure>.rst) "
                    "and the run's facts, from the figure's provenance record.")
+@click.option("--mechanism-dir", "mechanism_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A task's figure: also draw its mechanism figure from the mechanism tables in this folder "
+                   "(`lengthgen evaluate --mechanism-dir`); repeat, one folder per model of INPUTS.")
+@click.option("--mechanism-out", "mechanism_outputs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The mechanism figure's file (.png or .pdf); repeat for several formats.")
+@click.option("--mechanism-caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
+              help="Also write the mechanism figure's caption to OUT, as --caption does.")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
-         inputs: tuple[Path, ...]) -> None:
+         mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
+         mechanism_caption: tuple[Path, Path] | None, inputs: tuple[Path, ...]) -> None:
     """Draw FIGURE from evaluation results INPUTS (language figures: influence and language-model
-    evaluation tables)."""
-    if caption and not caption[0].is_file():
-        raise click.BadParameter(f"{caption[0]}: no such caption template", param_hint="--caption")
+    evaluation tables), and with --mechanism-dir the mechanism figure of its task."""
+    for template, option in ((caption, "--caption"), (mechanism_caption, "--mechanism-caption")):
+        if template and not template[0].is_file():
+            raise click.BadParameter(f"{template[0]}: no such caption template", param_hint=option)
+    if bool(mechanism_dirs) != bool(mechanism_outputs) or (mechanism_dirs and figure not in FIGURE_TASKS):
+        raise click.UsageError("--mechanism-dir and --mechanism-out go together, with a task's figure")
     if figure in FIGURE_TASKS and spec.get("task") != FIGURE_TASKS[figure]:
         raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASKS[figure]!r}, but the spec is for "
                                  f"task {spec.get('task')!r}", param_hint="--spec")
@@ -250,10 +266,19 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     else:
         draw = importlib.import_module(f".figures.{figure}", __package__).plot
     draw(spec, list(inputs), list(outputs), rule=rule)
-    if caption:
-        from .figures.caption import write_caption
+    from .figures.caption import write_caption
 
+    if caption:
         write_caption(caption[0], outputs[0], caption[1])
+    if mechanism_dirs:
+        from .evaluation.mechanism import table_paths
+        from .figures.mechanism import plot as draw_mechanism
+
+        tables = [table_paths(folder) for folder in mechanism_dirs]
+        draw_mechanism(spec, list(inputs), [t["attention"] for t in tables], [t["first_errors"] for t in tables],
+                       list(mechanism_outputs), rule=rule)
+        if mechanism_caption:
+            write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
 
 
 @main.command()

@@ -14,10 +14,20 @@ query and key IDs (see :class:`pipeline_src.schemes.scheme.Encoding`).
 For generation, :meth:`Decoder.forward` can return and consume a :class:`KVCache`
 (the keys, values and position ids of the tokens seen so far), so each new token costs one
 single-position forward instead of a forward over the whole sequence.
+
+For analysis, ``Decoder.forward(..., return_attention=True)`` also returns every layer's attention
+probabilities, computed explicitly (:func:`attention_probabilities`); the default path leaves that
+to ``F.scaled_dot_product_attention``, which never materialises them.
+
+``ModelConfig.attention_scale="log_length"`` makes the softmax *scalable* (Nakanishi, 2025; cf.
+Chiang and Cholak, 2022): each query's content logits are multiplied by ``s_h * ln(n)``, where ``n``
+is the number of keys it may attend to and ``s_h`` a learned factor of head ``h``, so that attention
+need not flatten as the context grows.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -55,9 +65,42 @@ class ModelOutput:
     token_logits: torch.Tensor  # [B, T, vocab_size]
     position_logits: torch.Tensor | None  # [B, T, max_positions] when cfg.position_head
     cache: KVCache | None = None  # past + new keys/values, when forward(use_cache=True)
+    # Per layer, the attention probabilities [B, n_head, T, T_past + T] (float32, on the CPU),
+    # when forward(return_attention=True).
+    attention: list[torch.Tensor] | None = None
 
 
 Rotation = Callable[[torch.Tensor], torch.Tensor]  # queries or keys [B, H, T, head_dim] -> rotated
+KeysValues = tuple[torch.Tensor, torch.Tensor]  # keys, values [B, H, T_keys, head_dim]
+
+
+def attention_probabilities(q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(head_dim) + attn_mask) over the keys, written out: what
+    ``F.scaled_dot_product_attention`` computes before it weights the values.
+
+    q [B, H, T, head_dim], k [B, H, S, head_dim] -> float32 probabilities [B, H, T, S], each row
+    summing to 1.
+    attn_mask: bool (True = may attend; the other keys get probability 0) or a float bias added to
+    the scores (-inf = may not attend), broadcastable to [B, H, T, S].
+    """
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if attn_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    else:
+        scores = scores + attn_mask
+    return scores.softmax(dim=-1, dtype=torch.float32)  # in float32 (as fused kernels do) whatever q's dtype
+
+
+def key_counts(attn_mask: torch.Tensor | None, T: int, S: int, device: torch.device) -> torch.Tensor:
+    """How many of the ``S`` keys each of the ``T`` queries may attend to, itself included, as a
+    float32 column broadcastable to [B, H, T, 1]; ``attn_mask`` as in :meth:`SelfAttention.forward`.
+
+    Without a mask attention is causal after ``S - T`` earlier keys, so query ``i`` sees ``S - T + i + 1``.
+    """
+    if attn_mask is None:
+        return torch.arange(S - T + 1, S + 1, dtype=torch.float32, device=device)[:, None]
+    allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
+    return allowed.sum(dim=-1, keepdim=True, dtype=torch.float32)
 
 
 class SelfAttention(nn.Module):
@@ -67,6 +110,12 @@ class SelfAttention(nn.Module):
     With a KV cache, the cached keys/values (already rotated) are prepended
     along the time axis after the new ``k`` is rotated; the new
     queries then attend to every cached key and causally among themselves.
+
+    With ``attention_scale="log_length"``, ``length_scale`` [n_head] is a learned factor per head:
+    a query that may attend to ``n`` keys is multiplied by ``length_scale[h] * ln(n)`` before the
+    scores are taken, which scales its content logits q.k / sqrt(head_dim) and leaves an encoding's
+    attention bias (in ``attn_mask``) as it is. It starts at 1 / ln(10), a factor of 1 for a query
+    that sees 10 keys (our choice). Cached keys are unscaled, so the cache is the same either way.
     """
 
     def __init__(self, cfg: ModelConfig):
@@ -74,16 +123,23 @@ class SelfAttention(nn.Module):
         self.n_head, self.head_dim = cfg.n_head, cfg.head_dim
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        self.length_scale = None
+        if cfg.attention_scale == "log_length":
+            self.length_scale = nn.Parameter(torch.full((cfg.n_head,), 1 / math.log(10)))
 
     def forward(self, x: torch.Tensor, rotate: Rotation | None, attn_mask: torch.Tensor | None,
-                past: tuple[torch.Tensor, torch.Tensor] | None = None,
-                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        """x [B, T, d_model] -> (output [B, T, d_model], (keys, values) including ``past``).
+                past: KeysValues | None = None, return_attention: bool = False,
+                ) -> tuple[torch.Tensor, KeysValues, torch.Tensor | None]:
+        """x [B, T, d_model] -> (output [B, T, d_model], (keys, values) including ``past``,
+        attention probabilities [B, H, T, T_past + T] if ``return_attention``, else None).
 
         rotate: the encoding's rotation of queries and keys, or None.
         attn_mask: None (causal), bool [B, 1, T, T_past + T] (True = may attend), or the
             encoding's float attention bias [B, n_head, T, T_past + T] (-inf = may not attend).
+            ``return_attention`` needs one (see :meth:`Decoder._attention_mask`).
         past: cached (keys, values) [B, H, T_past, head_dim] of earlier tokens, or None.
+        return_attention: compute the probabilities explicitly (:func:`attention_probabilities`)
+            and return them, instead of leaving attention to ``F.scaled_dot_product_attention``.
         """
         B, T, _ = x.shape
         qkv = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
@@ -92,14 +148,23 @@ class SelfAttention(nn.Module):
             q, k = rotate(q), rotate(k)
         if past is not None:
             k, v = torch.cat((past[0], k), dim=2), torch.cat((past[1], v), dim=2)
-        if attn_mask is not None:
+        if self.length_scale is not None:
+            n = key_counts(attn_mask, T, k.shape[2], x.device)  # [.., T, 1]
+            q = q * (self.length_scale[:, None, None] * n.log()).to(q.dtype)
+        probs = None
+        if return_attention:
+            if attn_mask is None:
+                raise ValueError("return_attention needs an explicit attn_mask")
+            probs = attention_probabilities(q, k, attn_mask)
+            y = probs.to(v.dtype) @ v
+        elif attn_mask is not None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         elif past is None or T == 1:
             # Square causal, or a single new query that may see every key.
             y = F.scaled_dot_product_attention(q, k, v, is_causal=past is None)
         else:
             raise ValueError("several new tokens with a cache need an explicit attn_mask")
-        return self.out(y.transpose(1, 2).reshape(B, T, -1)), (k, v)
+        return self.out(y.transpose(1, 2).reshape(B, T, -1)), (k, v), probs
 
 
 class MLP(nn.Module):
@@ -129,14 +194,15 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rotate, attn_mask, past=None):
-        """Returns (new x, this layer's (keys, values)); see :meth:`SelfAttention.forward`."""
+    def forward(self, x, rotate, attn_mask, past=None, return_attention=False):
+        """Returns (new x, this layer's (keys, values), its attention probabilities or None); see
+        :meth:`SelfAttention.forward`."""
         if self.parallel:
-            attn, kv = self.attn(self.ln1(x), rotate, attn_mask, past)
-            return x + attn + self.mlp(self.ln2(x)), kv
-        attn, kv = self.attn(self.ln1(x), rotate, attn_mask, past)
+            attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, return_attention)
+            return x + attn + self.mlp(self.ln2(x)), kv, probs
+        attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, return_attention)
         x = x + attn
-        return x + self.mlp(self.ln2(x)), kv
+        return x + self.mlp(self.ln2(x)), kv, probs
 
 
 class Decoder(nn.Module):
@@ -206,15 +272,17 @@ class Decoder(nn.Module):
         return (key_step <= query_step)[None, None]
 
     def _attention_mask(self, attention_mask: torch.Tensor | None, T_past: int, T: int,
-                        bias: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
+                        bias: torch.Tensor | None, device: torch.device,
+                        explicit: bool = False) -> torch.Tensor | None:
         """The ``attn_mask`` of every layer: which keys each query may attend to, and the encoding's
         attention bias if it has one (then -inf wherever attending is not allowed).
 
-        None means plain causal attention, or one new token, which sees every cached key.
+        None means plain causal attention, or one new token, which sees every cached key; with
+        ``explicit`` (attention computed by hand, which needs the mask written out) never None.
         """
         if attention_mask is not None:
             allowed = self._build_mask(attention_mask)
-        elif (T_past > 0 and T > 1) or bias is not None:
+        elif (T_past > 0 and T > 1) or bias is not None or explicit:
             allowed = self._build_cached_mask(T_past, T, device)
         else:
             return None
@@ -222,7 +290,8 @@ class Decoder(nn.Module):
 
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
                 attention_mask: torch.Tensor | None = None,
-                cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False) -> ModelOutput:
+                cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False,
+                return_attention: bool = False) -> ModelOutput:
         """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token.
 
         With ``cache`` (from an earlier call with ``use_cache=True``), ``tokens`` and
@@ -233,6 +302,8 @@ class Decoder(nn.Module):
         with a cache: decoding batches have equal-length prompts.
         ``last_only=True`` computes the heads at the last position only (logits [B, 1, ...]):
         scoring one next token per row skips the LM head at every other position.
+        ``return_attention=True`` computes attention explicitly and returns every layer's
+        probabilities in ``ModelOutput.attention`` (the same outputs up to rounding; slower).
         """
         if tokens.shape != position_ids.shape:
             raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
@@ -255,17 +326,21 @@ class Decoder(nn.Module):
             x = x + self.pos_embed(position_ids)
         rotate = self.encoding.rotation(self.cfg, position_ids)
         bias = self.encoding.attention_bias(self.cfg, position_ids, key_ids)
-        mask = self._attention_mask(attention_mask, T_past, tokens.shape[1], bias, tokens.device)
+        mask = self._attention_mask(attention_mask, T_past, tokens.shape[1], bias, tokens.device,
+                                    explicit=return_attention)
 
         pasts = cache.layers if T_past > 0 else [None] * len(self.blocks)
-        new_layers = []
+        new_layers, attention = [], []
         for block, past in zip(self.blocks, pasts):
-            x, kv = block(x, rotate, mask, past)
+            x, kv, probs = block(x, rotate, mask, past, return_attention)
             new_layers.append(kv)
+            if return_attention:
+                attention.append(probs.cpu())
         x = self.ln_f(x[:, -1:] if last_only else x)
         position_logits = self.position_head(x) if self.position_head is not None else None
         return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits,
-                           cache=KVCache(new_layers, key_ids) if use_cache else None)
+                           cache=KVCache(new_layers, key_ids) if use_cache else None,
+                           attention=attention if return_attention else None)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 from .schemes import ENCODINGS, get_encoding, get_scheme
 
+# Values of ModelConfig.attention_scale: the attention logits as they are, or scalable softmax
+# (each query's content logits times a learned s_h * ln(number of keys it may attend to)).
+ATTENTION_SCALES = ("none", "log_length")
+
 
 class ModelConfigError(ValueError):
     """A field of a :class:`ModelConfig` that breaks a rule: ``field``, its ``value`` and ``why``."""
@@ -39,6 +43,7 @@ class ModelConfig:
     parallel_residual: bool = True
     layer_norm_eps: float = 1e-5
     position_head: bool = False
+    attention_scale: str = "none"  # one of ATTENTION_SCALES; see pipeline_src.model.SelfAttention
 
     def __post_init__(self) -> None:
         require = self.require
@@ -54,6 +59,7 @@ class ModelConfig:
         require(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
         require(isinstance(self.parallel_residual, bool), "parallel_residual", "must be a bool")
         require(isinstance(self.position_head, bool), "position_head", "must be a bool")
+        require(self.attention_scale in ATTENTION_SCALES, "attention_scale", f"must be one of {list(ATTENTION_SCALES)}")
 
     def require(self, ok: bool, field: str, why: str) -> None:
         """Raise :class:`ModelConfigError` naming ``field`` and its value unless ``ok``."""

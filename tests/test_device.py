@@ -99,7 +99,8 @@ def test_device_enters_every_model_job_spec_and_no_other():
     assert jobs.train_spec(config, "sparse_parity", "k1", "rope_pose", 0)["device"] == "cpu"
     assert jobs.eval_spec(config, "sparse_parity") == {
         "batch_size": DEFAULT["sparse_parity"]["eval"]["batch_size"], "seed": DEFAULT["sparse_parity"]["eval"]["seed"],
-        "device": "cpu", "precision": DEFAULT["sparse_parity"]["train"]["precision"]}
+        "device": "cpu", "precision": DEFAULT["sparse_parity"]["train"]["precision"],
+        "mechanism_samples": DEFAULT["mechanism"]["samples"]}
     assert lang.train_spec(config, "main")["device"] == "cpu"
     assert lang.eval_spec(config)["device"] == "cpu"
     assert lang.influence_spec(config)["device"] == "cpu"

@@ -77,8 +77,9 @@ def test_rotary_dim_rounds_down_to_even():
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("use_mask", [False, True])
-def test_future_tokens_do_not_change_past_logits(encoding, parallel, use_mask):
-    model = make_model(position_encoding=encoding, parallel_residual=parallel)
+@pytest.mark.parametrize("scale", ["none", "log_length"])
+def test_future_tokens_do_not_change_past_logits(encoding, parallel, use_mask, scale):
+    model = make_model(position_encoding=encoding, parallel_residual=parallel, attention_scale=scale)
     tokens = torch.randint(0, 11, (2, 8))
     pos = torch.arange(8).repeat(2, 1) + 3
     mask = torch.ones(2, 8, dtype=torch.bool) if use_mask else None
@@ -93,8 +94,9 @@ def test_future_tokens_do_not_change_past_logits(encoding, parallel, use_mask):
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_padding_with_attention_mask(encoding):
-    model = make_model(position_encoding=encoding)
+@pytest.mark.parametrize("scale", ["none", "log_length"])
+def test_padding_with_attention_mask(encoding, scale):
+    model = make_model(position_encoding=encoding, attention_scale=scale)
     torch.manual_seed(3)
     short = torch.randint(1, 11, (5,))
     long = torch.randint(1, 11, (8,))
@@ -164,7 +166,8 @@ def test_output_shapes_and_position_head():
 
 def test_config_round_trip():
     import json
-    cfg = tiny(d_mlp=48, position_encoding="abs", rotary_pct=0.5, parallel_residual=False, position_head=True)
+    cfg = tiny(d_mlp=48, position_encoding="abs", rotary_pct=0.5, parallel_residual=False, position_head=True,
+               attention_scale="log_length")
     assert ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert tiny().mlp_dim == 128
 
@@ -177,6 +180,7 @@ def test_config_round_trip():
     ("n_layer", 0),
     ("d_mlp", -1),
     ("vocab_size", 2.5),
+    ("attention_scale", "sqrt"),
 ])
 def test_bad_config_names_field(field, value):
     with pytest.raises(ValueError, match=field):

@@ -134,10 +134,16 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
 
 
 def eval_spec(config: dict, task: str) -> dict:
-    """Evaluation of one model: ``precision`` (the task's train.precision) sets bf16 autocast on CUDA."""
+    """Evaluation of one model: ``precision`` (the task's train.precision) sets bf16 autocast on CUDA;
+    ``mechanism_samples`` per cell are analysed for the mechanism (the probes drawn from ``seed``)."""
     ev = config[task]["eval"]
     return {"batch_size": ev["batch_size"], "seed": ev["seed"], "device": device_setting(config),
-            "precision": config[task]["train"]["precision"]}
+            "precision": config[task]["train"]["precision"], "mechanism_samples": config["mechanism"]["samples"]}
+
+
+def mechanism_tasks(config: dict) -> list[str]:
+    """The tasks of the config whose dependency sets are declared: each has a mechanism figure."""
+    return [task for task in tasks(config) if get_task(task).dependencies is not None]
 
 
 def figure_spec(config: dict, figure: str) -> dict:

@@ -27,6 +27,8 @@ FIGURE_FORMATS = ("png", "pdf")
 TRAIN_FILES = {"model": "model.safetensors", "description": "model.json", "log_table": "train_log.parquet",
                "summary": "summary.json"}
 LANGUAGE_TRAIN_FILES = {**TRAIN_FILES, "heldout_table": "heldout_log.parquet"}
+# The files of a trained model's mechanism analysis (pipeline_src/evaluation/mechanism.py), by table.
+MECHANISM_FILES = {name: f"{name}.parquet" for name in ("attention", "flips", "first_errors")}
 
 
 # --- job names (the log and benchmark of each job) ---
@@ -98,6 +100,16 @@ def train_outputs(**wildcards) -> dict[str, str]:
 
 def accuracy(**wildcards) -> str:
     return f"{RESULTS}/{eval_job(**wildcards)}/accuracy.parquet"
+
+
+def mechanism_tables(**wildcards) -> dict[str, str]:
+    """A trained model's mechanism tables, by name (see :data:`MECHANISM_FILES`)."""
+    return {name: f"{RESULTS}/mechanism/{cell(**wildcards)}/{file}" for name, file in MECHANISM_FILES.items()}
+
+
+def mechanism_figure(task="{task}") -> str:
+    """The name of a task's mechanism figure (``results/figures/<name>.png``)."""
+    return f"mechanism_{task}"
 
 
 def figure(figure="{figure}", fmt="png") -> str:

@@ -59,6 +59,15 @@ class AccuracySchema(pa.DataFrameModel):
 COLUMNS = tuple(AccuracySchema.to_schema().columns)
 
 
+def run_columns(description: dict) -> list[pl.Expr]:
+    """The columns naming a trained model's run (task, variant, scheme, k_train, seed), as constant
+    expressions from its ``model.json`` description: the first columns of every table about it."""
+    return [pl.lit(description["task"]).alias("task"), pl.lit(description["variant"]).alias("variant"),
+            pl.lit(description["scheme"]).alias("scheme"),
+            pl.lit(description["k_train"], dtype=pl.Int32).alias("k_train"),
+            pl.lit(description["seed"], dtype=pl.Int64).alias("seed")]
+
+
 def extra_cell_columns(cell_columns: tuple[str, ...]) -> tuple[str, ...]:
     """The cell columns of a task beyond ``k`` and ``length``, in the task's order."""
     return tuple(column for column in cell_columns if column not in KEY_COLUMNS)
@@ -74,15 +83,21 @@ def accuracy_schema(cell_columns: tuple[str, ...]) -> type[AccuracySchema]:
     """The schema of the tables of a task keyed by ``cell_columns``: :class:`AccuracySchema` plus an
     Int32 column per extra cell column. A cell column that names another column of the table is an
     error."""
+    return with_cell_columns(AccuracySchema, cell_columns)
+
+
+def with_cell_columns(base: type[pa.DataFrameModel], cell_columns: tuple[str, ...]) -> type[pa.DataFrameModel]:
+    """``base`` (a table keyed by ``k`` and ``length``) plus an Int32 column per cell column of
+    ``cell_columns`` beyond those. A cell column that names another column of ``base`` is an error."""
     extra = extra_cell_columns(cell_columns)
-    clash = [column for column in extra if column in COLUMNS]
+    clash = [column for column in extra if column in base.to_schema().columns]
     if clash:
-        raise ValueError(f"cell columns {clash} name columns every accuracy table has; rename them")
+        raise ValueError(f"cell columns {clash} name columns every {base.__name__} table has; rename them")
     if not extra:
-        return AccuracySchema
-    namespace = {"__annotations__": dict.fromkeys(extra, pl.Int32), "__module__": __name__,
+        return base
+    namespace = {"__annotations__": dict.fromkeys(extra, pl.Int32), "__module__": base.__module__,
                  **{column: pa.Field() for column in extra}}
-    return type(f"AccuracySchema_{'_'.join(extra)}", (AccuracySchema,), namespace)
+    return type(f"{base.__name__}_{'_'.join(extra)}", (base,), namespace)
 
 
 def read(path: str | Path) -> pl.DataFrame:

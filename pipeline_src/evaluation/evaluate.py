@@ -40,6 +40,7 @@ in the table's provenance.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -49,7 +50,8 @@ import torch
 
 from ..storage import datasets
 from ..storage.atomic import check_writable
-from .accuracy_schema import accuracy_schema, table_cell_columns
+from . import mechanism
+from .accuracy_schema import accuracy_schema, run_columns, table_cell_columns
 from .metrics import METRICS, PER_TOKEN
 from ..training.batches import SequenceTable
 from ..checkpoints import load_model, read_description
@@ -65,14 +67,20 @@ MISSING = -1  # stands in for tokens and IDs a row did not generate
 
 def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, rule: str = "evaluate",
              threads: int | None = None, progress: Callable[[str], None] | None = None,
-             device: str | torch.device | None = None) -> pl.DataFrame:
+             device: str | torch.device | None = None, mechanism_dir: Path | None = None) -> pl.DataFrame:
     """Score the model of ``model_dir`` on every cell of ``eval_data``; write and return the table.
-    ``device`` overrides ``spec["device"]`` (``auto`` when absent)."""
+    ``device`` overrides ``spec["device"]`` (``auto`` when absent). With ``mechanism_dir``, then
+    analyse the model's mechanism there (:mod:`.mechanism`), in the same job: the model and the
+    evaluation set are loaded once, and the analysis of a small model takes less time than starting
+    a job of its own would."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
-    check_writable(out_path)  # a folder that cannot take the table is found before the evaluation runs
+    outputs = [out_path, *(mechanism.table_paths(mechanism_dir).values() if mechanism_dir is not None else [])]
+    for path in outputs:  # a folder that cannot take a table is found before the evaluation runs
+        check_writable(path)
+    started = time.perf_counter()
     description = read_description(model_dir)
     diverged = description.get("diverged")
     model = None if diverged else load_model(model_dir, description)[0].to(device)
@@ -106,12 +114,17 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
         key_values = tuple(keys.get(column) for column in table_columns)
         results += [(*key_values, metric, sizes[metric], correct) for metric, correct in counts.items()]
     result = _accuracy_frame(results, table_columns, description)
-    record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
-                                                          "eval_data": eval_data},
+    record_inputs = {"model": Path(model_dir) / "model.safetensors", "eval_data": eval_data}
+    record = build_record(rule, "evaluate", spec, inputs=record_inputs,
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
                           task=description["task"], scheme=description["scheme"])
     record["device"] = describe_device(device)
     datasets.write(result, out_path, accuracy_schema(task.cell_columns), record)
+    if mechanism_dir is not None:
+        scored = time.perf_counter()
+        mechanism.analyse(spec, model, description, frame, record_inputs, mechanism_dir, rule=rule, device=device,
+                          say=say)
+        say(f"mechanism analysis {time.perf_counter() - scored:.2f} s, evaluation {scored - started:.2f} s")
     return result
 
 
@@ -224,10 +237,7 @@ def _accuracy_frame(rows: list[tuple], key_columns: tuple[str, ...], description
     scored = frame["correct"].is_not_null().to_numpy()
     low, high = np.full(len(frame), np.nan), np.full(len(frame), np.nan)
     low[scored], high[scored] = wilson_interval(frame["correct"].to_numpy()[scored], frame["n"].to_numpy()[scored])
-    run = {"task": pl.lit(description["task"]), "variant": pl.lit(description["variant"]),
-           "scheme": pl.lit(description["scheme"]), "k_train": pl.lit(description["k_train"], dtype=pl.Int32),
-           "seed": pl.lit(description["seed"], dtype=pl.Int64)}
     return frame.select(
-        *(value.alias(name) for name, value in run.items()), *key_columns, "metric", "n", "correct",
+        *run_columns(description), *key_columns, "metric", "n", "correct",
         accuracy=pl.col("correct") / pl.col("n"),
         ci_low=pl.Series(low, nan_to_null=True), ci_high=pl.Series(high, nan_to_null=True))

@@ -49,6 +49,7 @@ if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
 FIGURES = jobs.figures(config)
+MECHANISM_TASKS = jobs.mechanism_tasks(config)
 
 
 def figure_target(figure):
@@ -57,7 +58,10 @@ def figure_target(figure):
     intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
     its outputs to rerun it would stay missing; as an input of a rule without outputs it is made
     again, and every job after it rerun."""
-    return [*paths.figure_files(figure), *made_from(figure)]
+    mechanism = []
+    if figure in FIGURES and jobs.FIGURES[figure] in MECHANISM_TASKS:
+        mechanism = paths.figure_files(paths.mechanism_figure(jobs.FIGURES[figure]))
+    return [*paths.figure_files(figure), *mechanism, *made_from(figure)]
 
 
 def made_from(figure):
@@ -73,6 +77,7 @@ def made_from(figure):
     files = {}
     for cell in CELLS[task]:
         files[paths.accuracy(**cell)] = None
+        files.update(dict.fromkeys(paths.mechanism_tables(**cell).values()))
         files[paths.train_data(task=task, variant=cell["variant"])] = None
         files[paths.eval_data(task=task, evalset=jobs.eval_data_name(task, cell["variant"]))] = None
         files.update(dict.fromkeys(paths.train_outputs(**cell).values()))
@@ -89,13 +94,15 @@ def eval_variant(wc):
     return next(c["variant"] for c in CELLS[wc.task] if jobs.eval_data_name(wc.task, c["variant"]) == wc.evalset)
 
 
-def figure_outputs(figure, category):
-    """A figure's files (each format and its provenance sidecar) and its caption; the PNG goes into
-    the report under that caption (an absolute path: Snakemake reads it relative to this file)."""
+def figure_outputs(figure, category, prefix=""):
+    """A figure's files (each format and its provenance sidecar) and its caption, named with
+    ``prefix``; the PNG goes into the report under that caption (an absolute path: Snakemake reads it
+    relative to this file)."""
     png, pdf = paths.figure_files(figure)
     caption = paths.figure_caption(figure)
-    return {"png": report(png, caption=os.path.abspath(caption), category=category), "pdf": pdf,
-            "png_provenance": paths.sidecar(png), "pdf_provenance": paths.sidecar(pdf), "caption": caption}
+    files = {"png": report(png, caption=os.path.abspath(caption), category=category), "pdf": pdf,
+             "png_provenance": paths.sidecar(png), "pdf_provenance": paths.sidecar(pdf), "caption": caption}
+    return {prefix + name: path for name, path in files.items()}
 
 
 def caption_template(figure):
@@ -128,3 +135,35 @@ def language_figure_inputs(figure):
     evaluated = [paths.language_eval_outputs(lm) for lm in lang.evaluated_models(config)]
     return ([tables["positions"] for tables in evaluated] + [tables["targets"] for tables in evaluated]
             + [paths.INFLUENCE])
+
+
+
+# --- a task's mechanism figure, drawn by the job of the task's figure (figures.smk) ---
+
+
+def mechanism_inputs(task):
+    """The mechanism tables of every model of ``task`` and the figure's caption template (none for a
+    task without dependency sets)."""
+    if task not in MECHANISM_TASKS:
+        return {}
+    tables = [table for cell in CELLS[task] for table in paths.mechanism_tables(**cell).values()]
+    return {"mechanism_tables": tables, "mechanism_caption": caption_template("mechanism")}
+
+
+def mechanism_outputs(task):
+    """The files of ``task``'s mechanism figure, as figure_outputs names them with ``mechanism_``."""
+    if task not in MECHANISM_TASKS:
+        return {}
+    return figure_outputs(paths.mechanism_figure(task), category=task, prefix="mechanism_")
+
+
+def mechanism_options(task):
+    """The plot command's options that draw ``task``'s mechanism figure ("" for none)."""
+    if task not in MECHANISM_TASKS:
+        return ""
+    # sorted: the order of the config's runs must not change the params (and rerun the figure)
+    folders = sorted(os.path.dirname(paths.mechanism_tables(**cell)["attention"]) for cell in CELLS[task])
+    png, pdf = paths.figure_files(paths.mechanism_figure(task))
+    return " ".join([*(f"--mechanism-dir {quote(folder)}" for folder in folders),
+                     f"--mechanism-out {png} --mechanism-out {pdf}",
+                     f"--mechanism-caption {caption_template('mechanism')} {paths.figure_caption(paths.mechanism_figure(task))}"])

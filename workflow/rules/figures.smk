@@ -1,6 +1,8 @@
 # Figures: aggregation over seeds happens here; each figure has a provenance sidecar per format.
 # One rule per figure (plot_figure1, plot_figure2, ...), each over the accuracy tables of its task's
-# cells; the target `figure1` (Snakefile) asks for the figure and everything it was made from.
+# cells; the target `figure1` (Snakefile) asks for the figure and everything it was made from. The
+# job of a task whose dependency sets are declared also draws its mechanism figure
+# (mechanism_<task>) from each model's mechanism tables: one job, so no second start of Python.
 
 
 for figure in FIGURES:
@@ -11,13 +13,16 @@ for figure in FIGURES:
         input:
             tables=[paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
             caption=caption_template(figure),
+            **mechanism_inputs(jobs.FIGURES[figure]),
         output:
             **figure_outputs(figure, category=jobs.FIGURES[figure]),
+            **mechanism_outputs(jobs.FIGURES[figure]),
         params:
             figure=figure,
             rule=f"plot_{figure}",
             spec=canonical_json(jobs.figure_spec(config, figure)),
             code=stage_digest("figures", jobs.FIGURES[figure]),
+            mechanism=mechanism_options(jobs.FIGURES[figure]),
         localrule: True
         conda:
             "../envs/lengthgen.yaml"
@@ -30,4 +35,4 @@ for figure in FIGURES:
             # loop variable holds the last figure; params are bound per rule
             "lengthgen plot {params.figure} --rule {params.rule} --spec {params.spec:q}"
             " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
-            " {input.tables} 2> {log}"
+            " {params.mechanism} {input.tables} 2> {log}"

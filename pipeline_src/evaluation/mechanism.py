@@ -1,0 +1,230 @@
+"""Why a model generalizes in length, or stops: the paper's mechanism measured in one trained model.
+
+The paper explains length generalization by sparse dependencies: each response token depends on a
+few input tokens (its *dependency set*, declared by the task: :mod:`pipeline_src.tasks.dependency`),
+and a model generalizes when its attention finds them whatever the context length. Run by each model's evaluation job (:func:`.evaluate.evaluate`) on the first
+``mechanism_samples`` rows of every evaluation cell, fed teacher-forced (the true response, with the IDs the
+evaluation feeds: the scheme's, the oracle coupled IDs for coupled and ppc), this module records:
+
+* ``attention.parquet``, per (cell, layer, head): over every response token with a non-empty
+  dependency set, the mean attention mass that the query predicting it puts on the set
+  (``dependency_mass``), the mass uniform attention over the keys that query sees would put there
+  (``uniform_mass``: set size / keys), and the mean entropy of that query's attention (nats);
+* ``flips.parquet``, per cell: a causal check that does not trust attention. Each sample's
+  :class:`~pipeline_src.tasks.dependency.Probe` watches one response token and changes one prompt
+  token the task calls relevant to it (a bit, a digit, a value), then one it calls irrelevant; the
+  rates are how often the model's prediction of the watched token changes (an exact predictor: 1
+  and 0);
+* ``first_errors.parquet``, per sample: the first response token the model gets wrong (null when
+  it gets all right). Greedy decoding feeds the true tokens until its first mistake, so the first
+  token it gets wrong is the first one teacher forcing predicts wrong; for ppc a wrongly predicted
+  position ID counts as an error too (decoding feeds it back).
+
+A model whose training diverged has nothing to analyse, nor has a task that declares no dependency
+sets: their tables have no rows, and the job's log says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import polars as pl
+import torch
+
+from ..bookkeeping.paths import MECHANISM_FILES
+from ..bookkeeping.provenance import build_record
+from ..device import describe_device, inference_autocast
+from ..schemes import get_scheme
+from ..storage import datasets
+from ..tasks import get_task
+from ..tasks.dependency import Dependencies
+from ..training.batches import SequenceTable
+from .accuracy_schema import run_columns, table_cell_columns
+from .mechanism_schema import COLUMNS, TABLES, mechanism_schema
+
+def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, inputs: dict[str, Path], out_dir: Path, *,
+            rule: str, device: torch.device, say: Callable[[str], None]) -> dict[str, pl.DataFrame]:
+    """Write the three tables of ``model`` (None: its training diverged) on the evaluation set
+    ``frame`` (with its ``row`` index) into ``out_dir`` (:func:`table_paths`); returns them by
+    name. ``description``: the model's ``model.json``; ``inputs``: the files the tables' provenance
+    names (the model and the evaluation set); ``spec``: the evaluation's (``mechanism_samples`` per
+    cell, ``seed`` for the probes' random choices, ``batch_size``, ``precision``)."""
+    task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
+    keys = table_cell_columns(task.cell_columns)
+    rows = {name: [] for name in TABLES}
+    if task.dependencies is None:
+        say(f"task {task.name} declares no dependency sets: no mechanism analysis, empty tables written")
+    elif model is None:
+        say("training diverged: no mechanism to analyse, empty tables written")
+    else:
+        columns = list(task.cell_columns)
+        cells = sorted(frame.partition_by(columns, as_dict=True, maintain_order=True).items())
+        for key, cell in cells:
+            rng = np.random.default_rng([spec["seed"], *key])
+            found = analyse_cell(model, cell.head(spec["mechanism_samples"]), task.dependencies, scheme,
+                                 batch_size=spec["batch_size"], rng=rng, device=device,
+                                 precision=spec.get("precision", "fp32"))
+            values = tuple(dict(zip(columns, key)).get(column) for column in keys)
+            for name, table_rows in found.items():
+                rows[name] += [(*values, *row) for row in table_rows]
+    record = build_record(rule, "evaluate", spec, inputs=inputs,
+                          seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
+                          task=description["task"], scheme=description["scheme"])
+    record["device"] = describe_device(device)
+    tables = {}
+    for name, path in table_paths(out_dir).items():
+        tables[name] = _table(name, rows[name], keys, description)
+        datasets.write(tables[name], path, mechanism_schema(name, task.cell_columns), record)
+    flips = tables["flips"]
+    if len(flips):
+        say(f"mechanism: flip rate relevant {flips['relevant_flips'].sum()}/{flips['samples'].sum()}, irrelevant "
+            f"{flips['irrelevant_flips'].sum()}/{flips['irrelevant_samples'].sum()} over {len(flips)} cells")
+    return tables
+
+
+def table_paths(out_dir: Path) -> dict[str, Path]:
+    """The mechanism tables of one model in ``out_dir``, by name."""
+    return {name: Path(out_dir) / file for name, file in MECHANISM_FILES.items()}
+
+
+def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, *, batch_size: int,
+                 rng: np.random.Generator, device: torch.device, precision: str) -> dict[str, list[tuple]]:
+    """The rows of the three tables for the samples of ``cell`` (a frame of one evaluation cell, with
+    its ``row`` index), without the cell's keys: ``attention`` (layer, head, queries, dependency_mass,
+    uniform_mass, entropy), ``flips`` (samples, relevant_flips, irrelevant_samples, irrelevant_flips),
+    ``first_errors`` (row, response_length, first_error)."""
+    samples = [(np.asarray(p), np.asarray(r)) for p, r in zip(cell["prompt"].to_list(), cell["response"].to_list())]
+    sets = [dependencies.sets(prompt, response) for prompt, response in samples]
+    probes = [dependencies.probe(prompt, response, rng) for prompt, response in samples]
+    table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
+    table.positions = scheme.eval_ids(table.positions)
+    n_layer, n_head = model.cfg.n_layer, model.cfg.n_head
+    mass, uniform, entropy = (torch.zeros(n_layer, n_head, dtype=torch.float64) for _ in range(3))
+    queries = 0
+    flips = [0, 0, 0, 0]
+    first_errors = []
+    for start in range(0, len(samples), batch_size):
+        part = slice(start, start + batch_size)
+        tokens, positions = table.tokens[part], table.positions[part]
+        prompt_lengths, lengths = table.prompt_lengths[part], table.lengths[part]
+        out = _forward(model, tokens, positions, device, precision, attention=True)
+        part_mass, part_uniform, part_entropy, count = attention_sums(
+            out["attention"], *dependency_masks(sets[part], prompt_lengths, tokens.shape[1]))
+        mass, uniform, entropy, queries = mass + part_mass, uniform + part_uniform, entropy + part_entropy, queries + count
+        flips = [a + b for a, b in zip(flips, flip_counts(model, tokens, positions, probes[part], prompt_lengths,
+                                                          out["tokens"], device, precision))]
+        first_errors += _first_errors(out, tokens, positions, prompt_lengths, lengths, scheme.predicts_positions)
+    rows = [(layer, head, queries, *(float(total[layer, head] / queries) if queries else None
+                                     for total in (mass, uniform, entropy)))
+            for layer in range(n_layer) for head in range(n_head)]
+    first = [(int(row), length, error) for row, (length, error) in zip(cell["row"], first_errors)]
+    return {"attention": rows, "flips": [tuple(flips)], "first_errors": first}
+
+
+def _forward(model, tokens: torch.Tensor, positions: torch.Tensor, device: torch.device, precision: str,
+             attention: bool = False) -> dict:
+    """One teacher-forced forward of right-padded rows: the greedy token (and, with a position head,
+    position ID) predicted at every position, and with ``attention`` each layer's attention
+    probabilities [B, H, T, T], all on the CPU."""
+    with torch.inference_mode(), inference_autocast(device, precision):
+        out = model(tokens.to(device), positions.to(device), return_attention=attention)
+    found = {"tokens": out.token_logits.argmax(-1).cpu()}
+    if out.position_logits is not None:
+        found["positions"] = out.position_logits.argmax(-1).cpu()
+    if attention:
+        found["attention"] = [layer.float().cpu() for layer in out.attention]
+    return found
+
+
+def dependency_masks(sets: list[list[np.ndarray]], prompt_lengths: torch.Tensor, width: int
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The queries that predict a response token with a non-empty dependency set, as ``rows`` [Q]
+    and ``queries`` [Q] (the query predicting response token j of row b sits at its prompt length
+    + j - 1), and ``depends`` [Q, width]: 1 at the keys of the token's dependency set."""
+    rows, queries, keys = [], [], []
+    for b, token_sets in enumerate(sets):
+        for j, members in enumerate(token_sets):
+            if len(members):
+                rows.append(b)
+                queries.append(int(prompt_lengths[b]) + j - 1)
+                keys.append(torch.as_tensor(members, dtype=torch.long))
+    depends = torch.zeros(len(rows), width, dtype=torch.float64)
+    for i, members in enumerate(keys):
+        depends[i, members] = 1.0
+    return torch.as_tensor(rows, dtype=torch.long), torch.as_tensor(queries, dtype=torch.long), depends
+
+
+def attention_sums(attention: list[torch.Tensor], rows: torch.Tensor, queries: torch.Tensor, depends: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """Sums over the queries of :func:`dependency_masks`, per (layer, head) [L, H]: attention mass
+    on the dependency set, the mass uniform attention over the query's keys would give it, and the
+    attention entropy; and the number of queries. Query t sees keys 0..t (causal), so uniform
+    attention puts |set| / (t + 1) on the set."""
+    uniform = float((depends.sum(-1) / (queries + 1).double()).sum())
+    mass, entropy = [], []
+    for probs in attention:  # [B, H, T, T]
+        asked = probs[rows, :, queries].double()  # [Q, H, T]
+        mass.append((asked * depends[:, None]).sum((0, 2)))
+        plogp = torch.where(asked > 0, asked * asked.clamp_min(1e-300).log(), torch.zeros_like(asked))
+        entropy.append(-plogp.sum((0, 2)))
+    n_head = attention[0].shape[1]
+    return torch.stack(mass), torch.full((len(attention), n_head), uniform, dtype=torch.float64), \
+        torch.stack(entropy), len(rows)
+
+
+def flip_counts(model, tokens: torch.Tensor, positions: torch.Tensor, probes: list, prompt_lengths: torch.Tensor,
+                predicted: torch.Tensor, device: torch.device, precision: str) -> tuple[int, int, int, int]:
+    """(samples, relevant flips, samples with an irrelevant change, irrelevant flips): each probe's
+    changes applied to a copy of its row, fed teacher-forced in one batch, and the watched token's
+    prediction compared with ``predicted`` (the unchanged rows' greedy tokens [B, T])."""
+    rows, changed, watched = [], [], []
+    for b, probe in enumerate(probes):
+        for kind, change in (("relevant", probe.relevant), ("irrelevant", probe.irrelevant)):
+            if change is not None:
+                row = tokens[b].clone()
+                row[change.index] = change.token
+                rows.append(b)
+                changed.append((kind, row))
+                watched.append(int(prompt_lengths[b]) + probe.token - 1)
+    counts = {"relevant": [0, 0], "irrelevant": [0, 0]}
+    if rows:
+        index = torch.as_tensor(rows)
+        out = _forward(model, torch.stack([row for _, row in changed]), positions[index], device, precision)
+        query = torch.as_tensor(watched)
+        flipped = out["tokens"][torch.arange(len(rows)), query] != predicted[index, query]
+        for (kind, _), flip in zip(changed, flipped.tolist()):
+            counts[kind][0] += 1
+            counts[kind][1] += int(flip)
+    return (*counts["relevant"], *counts["irrelevant"])
+
+
+def _first_errors(out: dict, tokens: torch.Tensor, positions: torch.Tensor, prompt_lengths: torch.Tensor,
+                  lengths: torch.Tensor, predicts_positions: bool) -> list[tuple[int, int | None]]:
+    """Per row: (response length, index of the first response token predicted wrong or None)."""
+    found = []
+    for b in range(len(tokens)):
+        start, end = int(prompt_lengths[b]), int(lengths[b])
+        wrong = out["tokens"][b, start - 1:end - 1] != tokens[b, start:end]
+        if predicts_positions:
+            wrong |= out["positions"][b, start - 1:end - 1] != positions[b, start:end]
+        errors = wrong.nonzero()
+        found.append((end - start, int(errors[0]) if len(errors) else None))
+    return found
+
+
+def _table(name: str, rows: list[tuple], keys: tuple[str, ...], description: dict) -> pl.DataFrame:
+    """A table of ``rows`` (cell keys, then the table's own columns), led by the run's columns."""
+    own = COLUMNS[name]
+    frame = pl.DataFrame(rows, schema={**dict.fromkeys(keys, pl.Int32), **own}, orient="row")
+    derived = []
+    if name == "flips":
+        derived = [_share("relevant_flips", "samples").alias("relevant_flip_rate"),
+                   _share("irrelevant_flips", "irrelevant_samples").alias("irrelevant_flip_rate")]
+    return frame.select(*run_columns(description), *keys, *own, *derived)
+
+
+def _share(part: str, whole: str) -> pl.Expr:
+    """``part`` / ``whole``, null where ``whole`` is 0."""
+    return pl.when(pl.col(whole) > 0).then(pl.col(part) / pl.col(whole))

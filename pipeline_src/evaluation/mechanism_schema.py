@@ -1,0 +1,107 @@
+"""pandera schemas of the mechanism tables of one trained model (:mod:`.mechanism`).
+
+Each table starts like an accuracy table: the run (task, variant, scheme, k_train, seed) and the
+cell keys (``k``, null for tasks without k_test, ``length``, then a task's other cell columns).
+
+* ``attention``: one row per (cell, layer, head). ``queries``: the response tokens with a non-empty
+  dependency set, over which the means are taken (0, and the means null, where none has one);
+  ``dependency_mass``: mean attention mass on the dependency set; ``uniform_mass``: what uniform
+  attention would put there; ``entropy``: mean attention entropy in nats.
+* ``flips``: one row per cell. ``samples`` probed; ``relevant_flips``: how many changed their
+  watched prediction when a relevant token changed; ``irrelevant_samples`` (those with an
+  irrelevant token to change) and ``irrelevant_flips``; the two rates (null where nothing was
+  probed).
+* ``first_errors``: one row per analysed sample: its ``row`` in the evaluation file, its
+  ``response_length`` and the index of the first response token predicted wrong (``first_error``,
+  null when none is).
+
+(No ``from __future__ import annotations``: pandera evaluates the field annotations.)
+"""
+
+import functools
+
+import pandera.polars as pa
+import polars as pl
+
+from ..bookkeeping.paths import MECHANISM_FILES
+from .accuracy_schema import KEY_COLUMNS, with_cell_columns
+
+TABLES = tuple(MECHANISM_FILES)
+
+# Each table's own columns after the run and cell keys, with their dtypes (the flip rates follow).
+COLUMNS = {
+    "attention": {"layer": pl.Int32, "head": pl.Int32, "queries": pl.Int64, "dependency_mass": pl.Float64,
+                  "uniform_mass": pl.Float64, "entropy": pl.Float64},
+    "flips": {"samples": pl.Int64, "relevant_flips": pl.Int64, "irrelevant_samples": pl.Int64,
+              "irrelevant_flips": pl.Int64},
+    "first_errors": {"row": pl.Int64, "response_length": pl.Int64, "first_error": pl.Int64},
+}
+
+
+class _Run(pa.DataFrameModel):
+    task: pl.String
+    variant: pl.String
+    scheme: pl.String
+    k_train: pl.Int32 = pa.Field(ge=1, nullable=True)
+    seed: pl.Int64
+    k: pl.Int32 = pa.Field(ge=1, nullable=True)
+    length: pl.Int32 = pa.Field(ge=1)
+
+    class Config:
+        strict = True
+        coerce = False
+
+
+class AttentionSchema(_Run):
+    layer: pl.Int32 = pa.Field(ge=0)
+    head: pl.Int32 = pa.Field(ge=0)
+    queries: pl.Int64 = pa.Field(ge=0)
+    dependency_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
+    uniform_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
+    entropy: pl.Float64 = pa.Field(ge=-1e-9, nullable=True)
+
+    @pa.dataframe_check
+    def means_only_over_queries(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select((pl.col("queries") > 0) == pl.col("dependency_mass").is_not_null())
+
+
+class FlipsSchema(_Run):
+    samples: pl.Int64 = pa.Field(ge=0)
+    relevant_flips: pl.Int64 = pa.Field(ge=0)
+    irrelevant_samples: pl.Int64 = pa.Field(ge=0)
+    irrelevant_flips: pl.Int64 = pa.Field(ge=0)
+    relevant_flip_rate: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
+    irrelevant_flip_rate: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
+
+    @pa.dataframe_check
+    def flips_at_most_samples(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select((pl.col("relevant_flips") <= pl.col("samples"))
+                                     & (pl.col("irrelevant_flips") <= pl.col("irrelevant_samples"))
+                                     & (pl.col("irrelevant_samples") <= pl.col("samples")))
+
+
+class FirstErrorsSchema(_Run):
+    row: pl.Int64 = pa.Field(ge=0)
+    response_length: pl.Int64 = pa.Field(ge=1)
+    first_error: pl.Int64 = pa.Field(ge=0, nullable=True)
+
+    @pa.dataframe_check
+    def error_inside_the_response(cls, data) -> pl.LazyFrame:
+        return data.lazyframe.select((pl.col("first_error") < pl.col("response_length")).fill_null(True))
+
+
+SCHEMAS = {"attention": AttentionSchema, "flips": FlipsSchema, "first_errors": FirstErrorsSchema}
+
+
+@functools.cache
+def mechanism_schema(name: str, cell_columns: tuple[str, ...]) -> type[pa.DataFrameModel]:
+    """The schema of table ``name`` of a task keyed by ``cell_columns``."""
+    return with_cell_columns(SCHEMAS[name], cell_columns)
+
+
+def read(path, name: str, cell_columns: tuple[str, ...] = KEY_COLUMNS) -> pl.DataFrame:
+    """Mechanism table ``name`` at ``path`` of a task keyed by ``cell_columns``: checked against its
+    schema, unless it still has the bytes that passed that check when they were written."""
+    from ..storage import datasets
+
+    return datasets.read(path, mechanism_schema(name, cell_columns), checked_when_written=True)

@@ -1,0 +1,80 @@
+"""A task's mechanism figure: where length generalization stops, beside what the attention does.
+
+Panels, each against length with one line per run (variant, scheme): the headline accuracy of the
+task's figure (exact match for scratchpad runs); per layer, the attention mass of the layer's best
+head on the dependency sets (the head with the most mass, per model and length), with the mass
+uniform attention would give as a dotted grey line; and, among the wrong responses, where the
+first wrong token falls (its index over the response length: 0 at the first token, near 1 at the
+end). Lines are means over seeds (over a task's other cell columns too, e.g. k); bands span the
+seeds' own values.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+
+from ..evaluation import accuracy_schema, mechanism_schema
+from . import lines
+from .common import note_diverged, read_accuracy, save_figure
+
+RUN = ["variant", "scheme", "seed"]
+
+
+def seed_band(frame: pl.DataFrame, value: str) -> pl.DataFrame:
+    """Per (variant, scheme, length): the mean of ``value`` over seeds (each seed first averaged over
+    the other cell columns), and the seeds' extremes as ``low`` and ``high``."""
+    per_seed = frame.group_by([*RUN, "length"]).agg(pl.col(value).mean())
+    return (per_seed.group_by(["variant", "scheme", "length"])
+            .agg(mean=pl.col(value).mean(), low=pl.col(value).min(), high=pl.col(value).max())
+            .sort("variant", "scheme", "length"))
+
+
+def best_heads(attention: pl.DataFrame, cells: tuple[str, ...]) -> pl.DataFrame:
+    """Per model, cell (its columns ``cells``) and layer: the largest dependency mass of a head
+    (``best``) and the mass uniform attention would give (``uniform``, the same for every head)."""
+    return (attention.filter(pl.col("queries") > 0)
+            .group_by([*RUN, *cells, "layer"])
+            .agg(best=pl.col("dependency_mass").max(), uniform=pl.col("uniform_mass").first()))
+
+
+def plot(spec: dict, accuracy: list[Path], attention: list[Path], first_errors: list[Path], outputs: list[Path],
+         rule: str) -> None:
+    """Draw the mechanism figure of ``spec["task"]`` from each run's accuracy, attention and
+    first-error tables."""
+    from ..tasks import get_task
+
+    task = get_task(spec["task"])
+    frame = read_accuracy(accuracy)
+    cells = accuracy_schema.table_cell_columns(task.cell_columns)
+    heads = best_heads(pl.concat([mechanism_schema.read(p, "attention", task.cell_columns) for p in attention]), cells)
+    errors = pl.concat([mechanism_schema.read(p, "first_errors", task.cell_columns) for p in first_errors])
+    layers = sorted(set(heads["layer"])) or [0]
+    runs, with_variant = lines.runs_of(spec), len(spec["runs"]) > 1
+    fig, axes = plt.subplots(1, len(layers) + 2, figsize=(3.6 * (len(layers) + 2), 3.6), layout="constrained")
+
+    metric = "exact_match"
+    lines.draw(axes[0], lines.summarize(frame, metric), runs, spec, title="exact match (mean over seeds)",
+               with_variant=with_variant, per_seed=frame.filter(pl.col("metric") == metric))
+    for ax, layer in zip(axes[1:], layers):
+        part = heads.filter(pl.col("layer") == layer)
+        lines.draw(ax, seed_band(part, "best"), runs, spec, title=f"layer {layer}: best head's mass on dependencies",
+                   ylabel="attention mass", with_variant=with_variant)
+        uniform = part.group_by("variant", "length").agg(pl.col("uniform").mean()).sort("variant", "length")
+        for (variant,), line in uniform.group_by(["variant"], maintain_order=True):
+            ax.plot(line["length"], line["uniform"], color="0.4", ls=":", lw=1,
+                    label=f"uniform attention{f' ({variant})' if with_variant else ''}")
+    wrong = errors.filter(pl.col("first_error").is_not_null()).with_columns(
+        where=pl.col("first_error") / pl.col("response_length"))
+    lines.draw(axes[-1], seed_band(wrong, "where"), runs, spec, title="first wrong token (wrong responses)",
+               ylabel="index / response length", with_variant=with_variant)
+    for ax in axes:
+        ax.set_xlabel("length")
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
+    fig.suptitle(f"{task.summary.rstrip('.')}: accuracy and attention on the tokens each output depends on",
+                 fontsize=10)
+    note_diverged(fig, frame)
+    save_figure(fig, outputs, rule, spec, [*accuracy, *attention, *first_errors])

@@ -1,0 +1,164 @@
+"""The mechanism analysis (pipeline_src/evaluation/mechanism.py) on models whose mechanism is known:
+attention built to sit on the dependency sets, uniform attention, an exact parity oracle, and a
+model that ignores its input."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from torch import nn
+
+from pipeline_src.evaluation.mechanism import analyse_cell, attention_sums, dependency_masks
+from pipeline_src.model import ModelOutput
+from pipeline_src.schemes import get_scheme
+from pipeline_src.tasks import get_task
+from pipeline_src.tasks import parity_scratchpad, sparse_parity
+
+N_LAYER, N_HEAD = 2, 3
+
+
+class Config:
+    n_layer, n_head = N_LAYER, N_HEAD
+
+
+class Stub(nn.Module):
+    """A stand-in for the decoder: ``predict(tokens)`` gives the token each position predicts
+    [B, T], ``attend(tokens)`` the attention of every query [B, T, T] (every layer and head alike)."""
+
+    def __init__(self, vocab_size: int, predict, attend):
+        super().__init__()
+        self.cfg, self.vocab_size, self.predict, self.attend = Config(), vocab_size, predict, attend
+        self.anchor = nn.Parameter(torch.zeros(1))  # a parameter, so the model has a device
+
+    def forward(self, tokens, positions, return_attention=False):
+        logits = nn.functional.one_hot(self.predict(tokens), self.vocab_size).float()
+        attention = None
+        if return_attention:
+            probs = self.attend(tokens)[:, None].expand(-1, N_HEAD, -1, -1)
+            attention = [probs] * N_LAYER
+        return ModelOutput(token_logits=logits, position_logits=None, attention=attention)
+
+
+def uniform(tokens):
+    """Causal uniform attention: query t spreads its mass over keys 0..t."""
+    T = tokens.shape[1]
+    causal = torch.ones(T, T).tril()
+    return (causal / causal.sum(-1, keepdim=True)).expand(len(tokens), -1, -1)
+
+
+def parity_oracle(tokens):
+    """Sparse parity solved exactly: at every position, the XOR of the marked bits seen so far (the
+    answer at '=')."""
+    marked = torch.zeros_like(tokens, dtype=torch.bool)
+    marked[:, 2:] = tokens[:, 1:-1] == sparse_parity.MARK
+    ones = ((tokens == sparse_parity.ONE) & marked).long().cumsum(1) % 2
+    return torch.where(ones == 1, sparse_parity.ONE, sparse_parity.ZERO)
+
+
+def on_marked_bits(tokens):
+    """Every query puts all its mass, evenly, on the marked bits before it (uniform where there are
+    none yet)."""
+    marked = torch.zeros(tokens.shape, dtype=torch.float)
+    marked[:, 2:] = (tokens[:, 1:-1] == sparse_parity.MARK).float()
+    T = tokens.shape[1]
+    keys = marked[:, None, :] * torch.ones(T, T).tril()
+    seen = keys.sum(-1, keepdim=True)
+    return torch.where(seen > 0, keys / seen.clamp_min(1), uniform(tokens))
+
+
+def cell(task_name: str, **params):
+    task = get_task(task_name)
+    frame = task.generate_eval(params, seed=3).with_row_index("row")
+    return task, frame
+
+
+def run(model, task, frame, scheme="rope"):
+    return analyse_cell(model, frame, task.dependencies, get_scheme(scheme), batch_size=16,
+                        rng=np.random.default_rng(0), device=torch.device("cpu"), precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def parity():
+    return cell("sparse_parity", k_test=[3], lengths=[20], n_per_cell=40)
+
+
+def test_attention_on_the_dependency_set_reports_mass_one(parity):
+    task, frame = parity
+    found = run(Stub(len(task.vocab), parity_oracle, on_marked_bits), task, frame)
+    masses = [row[3] for row in found["attention"]]
+    assert len(masses) == N_LAYER * N_HEAD and all(row[2] == 40 for row in found["attention"])
+    assert masses == pytest.approx([1.0] * len(masses))
+
+
+def test_uniform_attention_reports_the_uniform_mass(parity):
+    task, frame = parity
+    found = run(Stub(len(task.vocab), parity_oracle, uniform), task, frame)
+    # the answer is predicted at '=' (index 2l+1), which sees 2l+2 keys, 3 of them marked bits
+    for layer, head, queries, mass, uniform_mass, entropy in found["attention"]:
+        assert mass == pytest.approx(3 / 22) and uniform_mass == pytest.approx(3 / 22)
+        assert entropy == pytest.approx(np.log(22))
+
+
+def test_an_exact_oracle_flips_on_every_relevant_change_and_on_no_irrelevant_one(parity):
+    task, frame = parity
+    samples, relevant, irrelevant_samples, irrelevant = run(Stub(len(task.vocab), parity_oracle, uniform),
+                                                            task, frame)["flips"][0]
+    assert samples == irrelevant_samples == 40
+    assert relevant == 40 and irrelevant == 0
+
+
+def test_a_model_blind_to_its_input_flips_on_nothing_and_errs_at_its_first_token(parity):
+    task, frame = parity
+    constant = Stub(len(task.vocab), lambda tokens: torch.full_like(tokens, sparse_parity.ONE), uniform)
+    found = run(constant, task, frame)
+    assert found["flips"][0][1] == 0 and found["flips"][0][3] == 0
+    wrong = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 0]
+    assert wrong and all(error == 0 for _, length, error in wrong)
+    right = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 1]
+    assert right and all(error is None for _, length, error in right)
+
+
+def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
+    """A running-parity oracle that answers 0 from the fourth scratchpad token on: its first error is
+    the first scratchpad token >= 3 whose parity is 1 (None when there is none)."""
+    task, frame = cell("parity_scratchpad", lengths=[12], n_per_cell=30, scratchpad=True)
+    prompt_length = 12 + 2
+
+    def predict(tokens):
+        bits = (tokens[:, 1:prompt_length - 1] == parity_scratchpad.ONE).long()
+        running = torch.where(bits.cumsum(1) % 2 == 1, parity_scratchpad.ONE, parity_scratchpad.ZERO)
+        out = torch.full_like(tokens, parity_scratchpad.EOS)
+        out[:, prompt_length - 1:prompt_length - 1 + 12] = running
+        out[:, prompt_length - 1 + 3:prompt_length - 1 + 12] = parity_scratchpad.ZERO
+        return out
+
+    found = run(Stub(len(task.vocab), predict, uniform), task, frame)
+    for (row, length, error), response in zip(found["first_errors"], frame["response"]):
+        ones = [j for j in range(3, 12) if response[j] == parity_scratchpad.ONE]
+        assert length == 13 and error == (ones[0] if ones else None)
+
+
+def test_dependency_masks_mark_the_query_before_each_response_token():
+    sets = [[np.array([1, 3]), np.array([], dtype=np.int64)], [np.array([2])]]
+    rows, queries, depends = dependency_masks(sets, torch.tensor([5, 4]), 7)
+    assert rows.tolist() == [0, 1] and queries.tolist() == [4, 3]
+    assert depends[0].nonzero().flatten().tolist() == [1, 3] and depends[1].nonzero().flatten().tolist() == [2]
+
+
+def test_attention_sums_average_only_over_asking_queries():
+    probs = torch.zeros(1, 1, 3, 3)
+    probs[0, 0, 2] = torch.tensor([0.5, 0.25, 0.25])
+    probs[0, 0, 1] = torch.tensor([1.0, 0.0, 0.0])
+    depends = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
+    mass, uniform_mass, entropy, count = attention_sums([probs], torch.tensor([0]), torch.tensor([2]), depends)
+    assert count == 1 and float(mass) == pytest.approx(0.5) and float(uniform_mass) == pytest.approx(1 / 3)
+    assert float(entropy) == pytest.approx(-(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25)))
+
+
+def test_every_synthetic_task_declares_its_dependencies():
+    from pipeline_src.tasks import TASKS
+
+    assert all(task.dependencies is not None for task in TASKS.values())
+
