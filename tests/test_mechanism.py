@@ -15,6 +15,7 @@ from pipeline_src.model import ModelOutput
 from pipeline_src.schemes import get_scheme
 from pipeline_src.tasks import get_task
 from pipeline_src.tasks import parity_scratchpad, sparse_parity
+from tests.test_evaluate import DATASETS, eval_sets, models  # noqa: F401  (fixtures: tiny trained models)
 
 N_LAYER, N_HEAD = 2, 3
 
@@ -162,3 +163,43 @@ def test_every_synthetic_task_declares_its_dependencies():
 
     assert all(task.dependencies is not None for task in TASKS.values())
 
+
+
+@pytest.mark.parametrize("label,scheme", [("parity_scratchpad", "coupled"), ("parity_scratchpad", "ppc"),
+                                          ("variable_assignment:2", "ppc"), ("variable_assignment", "rope")])
+def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, models, eval_sets, label, scheme):
+    """On tiny trained models (some samples right, some wrong): the first error found under teacher
+    forcing is the first token (or, for ppc, position ID) that greedy decoding, one sample at a time
+    without a cache, gets wrong; and the evaluation job writes every table, keyed by its cells."""
+    from pipeline_src.checkpoints import load_model
+    from pipeline_src.evaluation.decoding import greedy_decode
+    from pipeline_src.evaluation.evaluate import evaluate
+    from pipeline_src.evaluation.mechanism_schema import read
+
+    name, model_dir, eval_data = DATASETS[label][0], models(label, scheme), eval_sets[label]
+    spec = {"batch_size": 5, "seed": 5, "mechanism_samples": 8}
+    evaluate(spec, model_dir, eval_data, tmp_path / "acc.parquet", mechanism_dir=tmp_path / "m", progress=lambda _: None)
+    cells = get_task(name).cell_columns
+    errors = read(tmp_path / "m" / "first_errors.parquet", "first_errors", cells)
+    attention, flips = (read(tmp_path / "m" / f"{table}.parquet", table, cells) for table in ("attention", "flips"))
+    frame = pl.read_parquet(eval_data).with_row_index("row")
+    assert len(errors) == 8 * frame["length"].n_unique() and set(flips["length"]) == set(frame["length"])
+    assert len(attention) == 2 * len(flips) * 1  # tiny models: 1 layer, 2 heads
+    model, _ = load_model(model_dir)
+    wrong = 0
+    for row, first_error in zip(errors["row"], errors["first_error"]):
+        sample = frame.row(row, named=True)
+        response, P = sample["response"], len(sample["prompt"])
+        sequential = torch.arange(P + len(response))[None, :]
+        coupled = get_scheme(scheme).coupled
+        prompt_pos = torch.tensor([sample["prompt_pos"]]) if coupled else sequential[:, :P]
+        oracle = torch.tensor([sample["response_pos"]]) if coupled else sequential[:, P:]
+        ppc = get_scheme(scheme).predicts_positions
+        out = greedy_decode(model, torch.tensor([sample["prompt"]]), prompt_pos, len(response), use_cache=False,
+                            response_positions=None if ppc else oracle)
+        tokens, positions = out.tokens[0].tolist(), out.positions[0].tolist()
+        slips = [j for j in range(len(response))
+                 if tokens[j] != response[j] or (ppc and positions[j] != sample["response_pos"][j])]
+        assert first_error == (slips[0] if slips else None), (row, tokens, response)
+        wrong += first_error is not None
+    assert wrong > 0 and (name != "parity_scratchpad" or wrong < len(errors))  # parity: some right too
