@@ -114,16 +114,15 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
         key_values = tuple(keys.get(column) for column in table_columns)
         results += [(*key_values, metric, sizes[metric], correct) for metric, correct in counts.items()]
     result = _accuracy_frame(results, table_columns, description)
-    record_inputs = {"model": Path(model_dir) / "model.safetensors", "eval_data": eval_data}
-    record = build_record(rule, "evaluate", spec, inputs=record_inputs,
+    record = build_record(rule, "evaluate", spec, inputs={"model": Path(model_dir) / "model.safetensors",
+                                                          "eval_data": eval_data},
                           seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
                           task=description["task"], scheme=description["scheme"])
     record["device"] = describe_device(device)
     datasets.write(result, out_path, accuracy_schema(task.cell_columns), record)
     if mechanism_dir is not None:
         scored = time.perf_counter()
-        mechanism.analyse(spec, model, description, frame, record_inputs, mechanism_dir, rule=rule, device=device,
-                          say=say)
+        mechanism.analyse(spec, model, description, frame, record, mechanism_dir, device=device, say=say)
         say(f"mechanism analysis {time.perf_counter() - scored:.2f} s, evaluation {scored - started:.2f} s")
     return result
 

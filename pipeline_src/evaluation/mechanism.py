@@ -34,8 +34,7 @@ import polars as pl
 import torch
 
 from ..bookkeeping.paths import MECHANISM_FILES
-from ..bookkeeping.provenance import build_record
-from ..device import describe_device, inference_autocast
+from ..device import inference_autocast
 from ..schemes import get_scheme
 from ..storage import datasets
 from ..tasks import get_task
@@ -44,13 +43,14 @@ from ..training.batches import SequenceTable
 from .accuracy_schema import run_columns, table_cell_columns
 from .mechanism_schema import COLUMNS, TABLES, mechanism_schema
 
-def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, inputs: dict[str, Path], out_dir: Path, *,
-            rule: str, device: torch.device, say: Callable[[str], None]) -> dict[str, pl.DataFrame]:
+def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, record: dict, out_dir: Path, *,
+            device: torch.device, say: Callable[[str], None]) -> dict[str, pl.DataFrame]:
     """Write the three tables of ``model`` (None: its training diverged) on the evaluation set
     ``frame`` (with its ``row`` index) into ``out_dir`` (:func:`table_paths`); returns them by
-    name. ``description``: the model's ``model.json``; ``inputs``: the files the tables' provenance
-    names (the model and the evaluation set); ``spec``: the evaluation's (``mechanism_samples`` per
-    cell, ``seed`` for the probes' random choices, ``batch_size``, ``precision``)."""
+    name. ``description``: the model's ``model.json``; ``record``: the provenance of the tables,
+    the evaluation's own (the same job, spec and inputs); ``spec``: the evaluation's
+    (``mechanism_samples`` per cell, ``seed`` for the probes' random choices, ``batch_size``,
+    ``precision``)."""
     task, scheme = get_task(description["task"]), get_scheme(description["scheme"])
     keys = table_cell_columns(task.cell_columns)
     rows = {name: [] for name in TABLES}
@@ -69,10 +69,6 @@ def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, inputs: d
             values = tuple(dict(zip(columns, key)).get(column) for column in keys)
             for name, table_rows in found.items():
                 rows[name] += [(*values, *row) for row in table_rows]
-    record = build_record(rule, "evaluate", spec, inputs=inputs,
-                          seeds={"train_seed": description["seed"], "eval_seed": spec["seed"]},
-                          task=description["task"], scheme=description["scheme"])
-    record["device"] = describe_device(device)
     tables = {}
     for name, path in table_paths(out_dir).items():
         tables[name] = _table(name, rows[name], keys, description)
@@ -143,32 +139,29 @@ def dependency_masks(sets: list[list[np.ndarray]], prompt_lengths: torch.Tensor,
     """The queries that predict a response token with a non-empty dependency set, as ``rows`` [Q]
     and ``queries`` [Q] (the query predicting response token j of row b sits at its prompt length
     + j - 1), and ``depends`` [Q, width]: 1 at the keys of the token's dependency set."""
-    rows, queries, keys = [], [], []
-    for b, token_sets in enumerate(sets):
-        for j, members in enumerate(token_sets):
-            if len(members):
-                rows.append(b)
-                queries.append(int(prompt_lengths[b]) + j - 1)
-                keys.append(torch.as_tensor(members, dtype=torch.long))
-    depends = torch.zeros(len(rows), width, dtype=torch.float64)
-    for i, members in enumerate(keys):
-        depends[i, members] = 1.0
-    return torch.as_tensor(rows, dtype=torch.long), torch.as_tensor(queries, dtype=torch.long), depends
+    sizes = [np.array([len(members) for members in token_sets], dtype=np.int64) for token_sets in sets]
+    rows = np.concatenate([np.full(int((size > 0).sum()), b) for b, size in enumerate(sizes)])
+    queries = np.concatenate([int(prompt_lengths[b]) - 1 + np.flatnonzero(size) for b, size in enumerate(sizes)])
+    members = [np.asarray(keys, dtype=np.int64) for token_sets in sets for keys in token_sets if len(keys)]
+    depends = torch.zeros(len(rows), width)
+    if members:
+        which = np.repeat(np.arange(len(members)), [len(keys) for keys in members])
+        depends[torch.from_numpy(which), torch.from_numpy(np.concatenate(members))] = 1.0
+    return torch.from_numpy(rows.astype(np.int64)), torch.from_numpy(queries.astype(np.int64)), depends
 
 
 def attention_sums(attention: list[torch.Tensor], rows: torch.Tensor, queries: torch.Tensor, depends: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Sums over the queries of :func:`dependency_masks`, per (layer, head) [L, H]: attention mass
-    on the dependency set, the mass uniform attention over the query's keys would give it, and the
-    attention entropy; and the number of queries. Query t sees keys 0..t (causal), so uniform
+    """Sums over the queries of :func:`dependency_masks`, per (layer, head) [L, H] (float64): attention
+    mass on the dependency set, the mass uniform attention over the query's keys would give it, and
+    the attention entropy; and the number of queries. Query t sees keys 0..t (causal), so uniform
     attention puts |set| / (t + 1) on the set."""
-    uniform = float((depends.sum(-1) / (queries + 1).double()).sum())
+    uniform = float((depends.sum(-1).double() / (queries + 1).double()).sum())
     mass, entropy = [], []
     for probs in attention:  # [B, H, T, T]
-        asked = probs[rows, :, queries].double()  # [Q, H, T]
-        mass.append((asked * depends[:, None]).sum((0, 2)))
-        plogp = torch.where(asked > 0, asked * asked.clamp_min(1e-300).log(), torch.zeros_like(asked))
-        entropy.append(-plogp.sum((0, 2)))
+        asked = probs[rows, :, queries]  # [Q, H, T]
+        mass.append((asked * depends[:, None]).sum(-1).double().sum(0))
+        entropy.append(torch.special.entr(asked).sum(-1).double().sum(0))
     n_head = attention[0].shape[1]
     return torch.stack(mass), torch.full((len(attention), n_head), uniform, dtype=torch.float64), \
         torch.stack(entropy), len(rows)
