@@ -281,6 +281,27 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
             write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
 
 
+@main.command(name="mechanism-table")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lengths", default=None, help="Only these lengths, comma-separated (e.g. 20,40,80).")
+def mechanism_table(folders: tuple[Path, ...], lengths: str | None) -> None:
+    """Print the mechanism of the models whose tables are in FOLDERS (results/mechanism/<task>/<scheme>/
+    <variant>/seed<S>) as a Markdown table: per run and length, each layer's best head's attention
+    mass on the dependency sets, what uniform attention gives, and the relevant and irrelevant flip
+    rates; means over seeds, with the seeds' range."""
+    from .evaluation.mechanism_summary import mechanism_summary
+    from .evaluation.tables import markdown
+
+    try:
+        wanted = [int(length) for length in lengths.split(",")] if lengths else None
+    except ValueError:
+        raise click.BadParameter(f"{lengths!r}: give whole numbers separated by commas", param_hint="--lengths")
+    try:
+        click.echo(markdown(mechanism_summary(list(folders), wanted)))
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+
+
 @main.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--metric", type=click.Choice(METRICS), default="answer",
