@@ -271,7 +271,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     if caption:
         write_caption(caption[0], outputs[0], caption[1])
     if mechanism_dirs:
-        from .evaluation.mechanism import table_paths
+        from .evaluation.mechanism_schema import table_paths
         from .figures.mechanism import plot as draw_mechanism
 
         tables = [table_paths(folder) for folder in mechanism_dirs]

@@ -49,3 +49,12 @@ def test_console_script_flushes_its_output_and_keeps_the_status(tmp_path, train_
 
     bad = lengthgen("train", "--spec", "{", "--train-data", str(train_data), "--out-dir", str(tmp_path / "x"))
     assert bad.returncode == 2 and "not valid JSON" in bad.stderr
+
+
+def test_drawing_figures_and_reading_mechanism_tables_does_not_import_torch():
+    """A figure job (a task's figure and its mechanism figure) never starts torch: it reads tables."""
+    code = ("import sys\nimport pipeline_src.figures.mechanism, pipeline_src.figures.figure2\n"
+            "import pipeline_src.evaluation.mechanism_summary\nprint('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -50,7 +50,7 @@ import torch
 
 from ..storage import datasets
 from ..storage.atomic import check_writable
-from . import mechanism
+from . import mechanism, mechanism_schema
 from .accuracy_schema import accuracy_schema, run_columns, table_cell_columns
 from .metrics import METRICS, PER_TOKEN
 from ..training.batches import SequenceTable
@@ -77,7 +77,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
-    outputs = [out_path, *(mechanism.table_paths(mechanism_dir).values() if mechanism_dir is not None else [])]
+    outputs = [out_path, *(mechanism_schema.table_paths(mechanism_dir).values() if mechanism_dir is not None else [])]
     for path in outputs:  # a folder that cannot take a table is found before the evaluation runs
         check_writable(path)
     started = time.perf_counter()

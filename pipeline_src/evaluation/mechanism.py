@@ -33,7 +33,6 @@ import numpy as np
 import polars as pl
 import torch
 
-from ..bookkeeping.paths import MECHANISM_FILES
 from ..device import inference_autocast
 from ..schemes import get_scheme
 from ..storage import datasets
@@ -41,7 +40,7 @@ from ..tasks import get_task
 from ..tasks.dependency import Dependencies
 from ..training.batches import SequenceTable
 from .accuracy_schema import run_columns, table_cell_columns
-from .mechanism_schema import COLUMNS, TABLES, mechanism_schema
+from .mechanism_schema import COLUMNS, TABLES, mechanism_schema, table_paths
 
 def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, record: dict, out_dir: Path, *,
             device: torch.device, say: Callable[[str], None]) -> dict[str, pl.DataFrame]:
@@ -78,11 +77,6 @@ def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, record: d
         say(f"mechanism: flip rate relevant {flips['relevant_flips'].sum()}/{flips['samples'].sum()}, irrelevant "
             f"{flips['irrelevant_flips'].sum()}/{flips['irrelevant_samples'].sum()} over {len(flips)} cells")
     return tables
-
-
-def table_paths(out_dir: Path) -> dict[str, Path]:
-    """The mechanism tables of one model in ``out_dir``, by name."""
-    return {name: Path(out_dir) / file for name, file in MECHANISM_FILES.items()}
 
 
 def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, *, batch_size: int,

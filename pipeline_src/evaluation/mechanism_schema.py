@@ -19,6 +19,7 @@ cell keys (``k``, null for tasks without k_test, ``length``, then a task's other
 """
 
 import functools
+from pathlib import Path
 
 import pandera.polars as pa
 import polars as pl
@@ -97,6 +98,11 @@ SCHEMAS = {"attention": AttentionSchema, "flips": FlipsSchema, "first_errors": F
 def mechanism_schema(name: str, cell_columns: tuple[str, ...]) -> type[pa.DataFrameModel]:
     """The schema of table ``name`` of a task keyed by ``cell_columns``."""
     return with_cell_columns(SCHEMAS[name], cell_columns)
+
+
+def table_paths(out_dir) -> dict[str, Path]:
+    """The mechanism tables of one model in the folder ``out_dir``, by name."""
+    return {name: Path(out_dir) / file for name, file in MECHANISM_FILES.items()}
 
 
 def read(path, name: str, cell_columns: tuple[str, ...] = KEY_COLUMNS) -> pl.DataFrame:

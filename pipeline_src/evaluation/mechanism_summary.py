@@ -14,7 +14,7 @@ import polars as pl
 from ..tasks import get_task
 from . import mechanism_schema
 from .accuracy_schema import table_cell_columns
-from .mechanism import table_paths
+from .mechanism_schema import table_paths
 
 RUN = ["task", "variant", "scheme", "k_train"]
 
