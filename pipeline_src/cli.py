@@ -274,9 +274,8 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
         from .evaluation.mechanism_schema import table_paths
         from .figures.mechanism import plot as draw_mechanism
 
-        tables = [table_paths(folder) for folder in mechanism_dirs]
-        draw_mechanism(spec, list(inputs), [t["attention"] for t in tables], [t["first_errors"] for t in tables],
-                       list(mechanism_outputs), rule=rule)
+        draw_mechanism(spec, list(inputs), [table_paths(folder) for folder in mechanism_dirs], list(mechanism_outputs),
+                       rule=rule)
         if mechanism_caption:
             write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
 

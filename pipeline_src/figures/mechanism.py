@@ -3,7 +3,7 @@
 Panels, each against length with one line per run (variant, scheme): the headline accuracy of the
 task's figure (exact match for scratchpad runs); per layer, the attention mass of the layer's best
 head on the dependency sets (the head with the most mass, per model and length), with the mass
-uniform attention would give as a dotted grey line; and, among the wrong responses, where the
+uniform attention would give as a grey line (per variant); and, among the wrong responses, where the
 first wrong token falls (its index over the response length: 0 at the first token, near 1 at the
 end). Lines are means over seeds (over a task's other cell columns too, e.g. k); bands span the
 seeds' own values.
@@ -40,20 +40,20 @@ def best_heads(attention: pl.DataFrame, cells: tuple[str, ...]) -> pl.DataFrame:
             .agg(best=pl.col("dependency_mass").max(), uniform=pl.col("uniform_mass").first()))
 
 
-def plot(spec: dict, accuracy: list[Path], attention: list[Path], first_errors: list[Path], outputs: list[Path],
-         rule: str) -> None:
-    """Draw the mechanism figure of ``spec["task"]`` from each run's accuracy, attention and
-    first-error tables."""
+def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], outputs: list[Path], rule: str) -> None:
+    """Draw the mechanism figure of ``spec["task"]`` from each run's accuracy table and mechanism
+    tables (``mechanism``: per run, its tables by name)."""
     from ..tasks import get_task
 
     task = get_task(spec["task"])
     frame = read_accuracy(accuracy)
-    cells = accuracy_schema.table_cell_columns(task.cell_columns)
-    heads = best_heads(pl.concat([mechanism_schema.read(p, "attention", task.cell_columns) for p in attention]), cells)
-    errors = pl.concat([mechanism_schema.read(p, "first_errors", task.cell_columns) for p in first_errors])
+    tables = {name: pl.concat([mechanism_schema.read(paths[name], name, task.cell_columns) for paths in mechanism])
+              for name in ("attention", "flips", "first_errors")}
+    heads = best_heads(tables["attention"], accuracy_schema.table_cell_columns(task.cell_columns))
     layers = sorted(set(heads["layer"])) or [0]
     runs, with_variant = lines.runs_of(spec), len(spec["runs"]) > 1
-    fig, axes = plt.subplots(1, len(layers) + 2, figsize=(3.6 * (len(layers) + 2), 3.6), layout="constrained")
+    panels = len(layers) + 3
+    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6), layout="constrained")
 
     metric = "exact_match"
     lines.draw(axes[0], lines.summarize(frame, metric), runs, spec, title="exact match (mean over seeds)",
@@ -64,9 +64,11 @@ def plot(spec: dict, accuracy: list[Path], attention: list[Path], first_errors: 
                    ylabel="attention mass", with_variant=with_variant)
         uniform = part.group_by("variant", "length").agg(pl.col("uniform").mean()).sort("variant", "length")
         for (variant,), line in uniform.group_by(["variant"], maintain_order=True):
-            ax.plot(line["length"], line["uniform"], color="0.4", ls=":", lw=1,
+            ax.plot(line["length"], line["uniform"], color="0.55", ls=lines.VARIANT_STYLE.get(variant, "-"), lw=1.2,
                     label=f"uniform attention{f' ({variant})' if with_variant else ''}")
-    wrong = errors.filter(pl.col("first_error").is_not_null()).with_columns(
+    lines.draw(axes[-2], seed_band(tables["flips"].drop_nulls("relevant_flip_rate"), "relevant_flip_rate"), runs,
+               spec, title="a relevant token changed: prediction flips", ylabel="flip rate", with_variant=with_variant)
+    wrong = tables["first_errors"].filter(pl.col("first_error").is_not_null()).with_columns(
         where=pl.col("first_error") / pl.col("response_length"))
     lines.draw(axes[-1], seed_band(wrong, "where"), runs, spec, title="first wrong token (wrong responses)",
                ylabel="index / response length", with_variant=with_variant)
@@ -77,4 +79,4 @@ def plot(spec: dict, accuracy: list[Path], attention: list[Path], first_errors: 
     fig.suptitle(f"{task.summary.rstrip('.')}: accuracy and attention on the tokens each output depends on",
                  fontsize=10)
     note_diverged(fig, frame)
-    save_figure(fig, outputs, rule, spec, [*accuracy, *attention, *first_errors])
+    save_figure(fig, outputs, rule, spec, [*accuracy, *(paths[name] for paths in mechanism for name in sorted(paths))])
