@@ -4,6 +4,8 @@ model that ignores its input."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -203,3 +205,33 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
         assert first_error == (slips[0] if slips else None), (row, tokens, response)
         wrong += first_error is not None
     assert wrong > 0 and (name != "parity_scratchpad" or wrong < len(errors))  # parity: some right too
+
+
+def test_mechanism_table_summarises_seeds_and_names_a_folder_without_tables(tmp_path, models, eval_sets):
+    """``lengthgen mechanism-table``'s summary: one row per run and length, the mean of two seeds'
+    best-head mass with their range; a folder without tables is a one-line error naming it."""
+    from click.testing import CliRunner
+
+    from pipeline_src.cli import main
+    from pipeline_src.evaluation.evaluate import evaluate
+    from pipeline_src.evaluation.mechanism_summary import mechanism_summary
+
+    model_dir, eval_data = models("parity_scratchpad", "coupled"), eval_sets["parity_scratchpad"]
+    spec = {"batch_size": 6, "seed": 5, "mechanism_samples": 4}
+    folders = []
+    for seed in (0, 1):  # the same model twice, recorded as two seeds
+        copy = tmp_path / f"seed{seed}"
+        copy.mkdir()
+        for name in ("model.safetensors", "model.json"):
+            (copy / name).write_bytes((model_dir / name).read_bytes())
+        description = json.loads((copy / "model.json").read_text())
+        (copy / "model.json").write_text(json.dumps({**description, "seed": seed}))
+        evaluate(spec, copy, eval_data, copy / "acc.parquet", mechanism_dir=copy / "m", progress=lambda _: None)
+        folders.append(copy / "m")
+    summary = mechanism_summary(folders)
+    assert summary["length"].to_list() == [2, 6] and set(summary["seeds"]) == {2}
+    one = mechanism_summary(folders[:1])
+    mass = one["layer 0"][0]
+    assert summary["layer 0"][0] == f"{round(mass, 2)} ({round(mass, 2)}-{round(mass, 2)})"
+    done = CliRunner().invoke(main, ["mechanism-table", str(tmp_path)])
+    assert done.exit_code == 1 and f"{tmp_path}: no attention.parquet" in done.output

@@ -21,6 +21,8 @@ RUN = ["task", "variant", "scheme", "k_train"]
 
 def _read(folder: Path, name: str) -> pl.DataFrame:
     path = table_paths(folder)[name]
+    if not path.is_file():
+        raise ValueError(f"{folder}: no {path.name}; give folders results/mechanism/<task>/<scheme>/<variant>/seed<S>")
     task = pl.read_parquet(path, columns=["task"], n_rows=1)
     cells = get_task(task["task"][0]).cell_columns if len(task) else ("length",)
     return mechanism_schema.read(path, name, cells)
