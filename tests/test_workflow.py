@@ -61,8 +61,9 @@ def pipeline(tmp_path_factory) -> Path:
     return workdir
 
 
-def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...]]:
-    """The smoke config's number of trained models, its task figures' plot rules (rule -> 1) and every figure."""
+def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
+    """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
+    figure, and the tasks with a mechanism figure."""
     from pipeline_src.bookkeeping import config as jobs
     from pipeline_src.bookkeeping.status import load_config
     from pipeline_src.language import config as lang
@@ -70,10 +71,11 @@ def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...]]:
     smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     task_figures = jobs.figures(smoke)
     models = sum(len(jobs.cells(smoke, task)) for task in jobs.tasks(smoke))
-    return models, {f"plot_{figure}": 1 for figure in task_figures}, (*task_figures, *lang.figures(smoke))
+    return (models, {f"plot_{figure}": 1 for figure in task_figures}, (*task_figures, *lang.figures(smoke)),
+            jobs.mechanism_tasks(smoke))
 
 
-MODELS, TASK_FIGURES, FIGURES = _smoke_plan()
+MODELS, TASK_FIGURES, FIGURES, MECHANISM_TASKS = _smoke_plan()
 
 
 def test_smoke_run_writes_every_figure_and_provenance(pipeline):
@@ -82,6 +84,12 @@ def test_smoke_run_writes_every_figure_and_provenance(pipeline):
         for suffix in (".png", ".pdf", ".png.prov.json", ".pdf.prov.json"):
             assert (figures / f"{figure}{suffix}").stat().st_size > 0, figure + suffix
     assert len(list((pipeline / "results" / "eval").rglob("accuracy.parquet"))) == MODELS
+    for name in ("attention", "flips", "first_errors"):  # every model's mechanism, and each task's figure
+        assert len(list((pipeline / "results" / "mechanism").rglob(f"{name}.parquet"))) == MODELS
+    assert MECHANISM_TASKS
+    for task in MECHANISM_TASKS:
+        for suffix in (".png", ".pdf", ".caption.rst"):
+            assert (figures / f"mechanism_{task}{suffix}").stat().st_size > 0, task + suffix
 
 
 def test_second_run_does_nothing(pipeline):
