@@ -180,7 +180,8 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
 
     name, model_dir, eval_data = DATASETS[label][0], models(label, scheme), eval_sets[label]
     spec = {"batch_size": 5, "seed": 5, "mechanism_samples": 8}
-    evaluate(spec, model_dir, eval_data, tmp_path / "acc.parquet", mechanism_dir=tmp_path / "m", progress=lambda _: None)
+    evaluate(spec, model_dir, eval_data, tmp_path / "acc.parquet", mechanism_dir=tmp_path / "m",
+             progress=lambda _: None)
     cells = get_task(name).cell_columns
     errors = read(tmp_path / "m" / "first_errors.parquet", "first_errors", cells)
     attention, flips = (read(tmp_path / "m" / f"{table}.parquet", table, cells) for table in ("attention", "flips"))

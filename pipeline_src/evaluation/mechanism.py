@@ -2,9 +2,10 @@
 
 The paper explains length generalization by sparse dependencies: each response token depends on a
 few input tokens (its *dependency set*, declared by the task: :mod:`pipeline_src.tasks.dependency`),
-and a model generalizes when its attention finds them whatever the context length. Run by each model's evaluation job (:func:`.evaluate.evaluate`) on the first
-``mechanism_samples`` rows of every evaluation cell, fed teacher-forced (the true response, with the IDs the
-evaluation feeds: the scheme's, the oracle coupled IDs for coupled and ppc), this module records:
+and a model generalizes when its attention finds them whatever the context length. Run by each
+model's evaluation job (:func:`.evaluate.evaluate`) on the first ``mechanism_samples`` rows of every
+evaluation cell, fed teacher-forced (the true response, with the IDs the evaluation feeds: the
+scheme's, the oracle coupled IDs for coupled and ppc), this module records:
 
 * ``attention.parquet``, per (cell, layer, head): over every response token with a non-empty
   dependency set, the mean attention mass that the query predicting it puts on the set
@@ -41,6 +42,7 @@ from ..tasks.dependency import Dependencies
 from ..training.batches import SequenceTable
 from .accuracy_schema import run_columns, table_cell_columns
 from .mechanism_schema import COLUMNS, TABLES, mechanism_schema, table_paths
+
 
 def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, record: dict, out_dir: Path, *,
             device: torch.device, say: Callable[[str], None]) -> dict[str, pl.DataFrame]:
@@ -102,7 +104,8 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
         out = _forward(model, tokens, positions, device, precision, attention=True)
         part_mass, part_uniform, part_entropy, count = attention_sums(
             out["attention"], *dependency_masks(sets[part], prompt_lengths, tokens.shape[1]))
-        mass, uniform, entropy, queries = mass + part_mass, uniform + part_uniform, entropy + part_entropy, queries + count
+        mass, uniform, entropy = mass + part_mass, uniform + part_uniform, entropy + part_entropy
+        queries += count
         flips = [a + b for a, b in zip(flips, flip_counts(model, tokens, positions, probes[part], prompt_lengths,
                                                           out["tokens"], device, precision))]
         first_errors += _first_errors(out, tokens, positions, prompt_lengths, lengths, scheme.predicts_positions)

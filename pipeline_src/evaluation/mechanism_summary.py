@@ -43,7 +43,8 @@ def mechanism_summary(folders: list[Path], lengths: list[int] | None = None) -> 
             .agg(pl.col("dependency_mass").max(), pl.col("uniform_mass").first())
             .pivot(on="layer", index=[*keys, "seed"], values=["dependency_mass", "uniform_mass"]))
     layers = sorted(attention["layer"].unique().to_list())
-    per_seed = best.select(*keys, "seed", *(pl.col(f"dependency_mass_{layer}").alias(f"layer {layer}") for layer in layers),
+    per_seed = best.select(*keys, "seed",
+                           *(pl.col(f"dependency_mass_{layer}").alias(f"layer {layer}") for layer in layers),
                            pl.col(f"uniform_mass_{layers[0]}").alias("uniform"))
     per_seed = per_seed.join(flips.select(*keys, "seed", "relevant_flip_rate", "irrelevant_flip_rate"),
                              on=[*keys, "seed"], how="left", nulls_equal=True)
