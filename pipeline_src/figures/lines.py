@@ -41,10 +41,12 @@ def label(variant: str, scheme: str, *, with_variant: bool) -> str:
 
 def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, title: str,
          ylabel: str = "accuracy", chance: float | None = None, with_variant: bool = True,
-         colours: dict | None = None, per_seed: pl.DataFrame | None = None) -> None:
+         colours: dict | None = None, per_seed: pl.DataFrame | None = None, styles: dict | None = None) -> None:
     """One line per run of ``runs`` found in ``summary``; runs without results are left out. With
     ``per_seed`` (the accuracy rows ``summary`` was made from), a run of 2 to ``THIN_SEEDS`` seeds
-    also shows each seed's own curve, thin."""
+    also shows each seed's own curve, thin. ``styles``: variant -> line style (default
+    :data:`VARIANT_STYLE`)."""
+    styles = styles or VARIANT_STYLE
     palette = colours or {name: scheme.colour for name, scheme in SCHEMES.items() if scheme.colour}
     cycle = plt.get_cmap("tab10")
     ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
@@ -58,13 +60,13 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
         colour = palette.get(scheme, cycle(i % 10))
         x = dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
         ax.plot(x, part["mean"], marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",
-                ms=3.5, color=colour, ls=VARIANT_STYLE.get(variant, "-"),
+                ms=3.5, color=colour, ls=styles.get(variant, "-"),
                 label=label(variant, scheme, with_variant=with_variant))
         ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.12, lw=0)
         if per_seed is not None:
             run = per_seed.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
             seed_curves(ax, run, i - (len(shown) - 1) / 2, lengths, spec["x_scale"], colour,
-                        VARIANT_STYLE.get(variant, "-"))
+                        styles.get(variant, "-"))
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
         ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)

@@ -5,12 +5,13 @@ task's figure (exact match for scratchpad runs); per layer, the attention mass o
 head on the dependency sets (the head with the most mass, per model and length), with the mass
 uniform attention would give as a grey line (per variant); and, among the wrong responses, where the
 first wrong token falls (its index over the response length: 0 at the first token, near 1 at the
-end). Lines are means over seeds (over a task's other cell columns too, e.g. k); bands span the
-seeds' own values.
+end). Lines are means over seeds, each seed first averaged over a task's other cell columns (k_test
+for sparse parity); bands span the seeds' own values.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -21,6 +22,7 @@ from . import lines
 from .common import note_diverged, read_accuracy, save_figure
 
 RUN = ["variant", "scheme", "seed"]
+STYLES = ("-", "--", ":", "-.")
 
 
 def seed_band(frame: pl.DataFrame, value: str) -> pl.DataFrame:
@@ -52,26 +54,29 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
     heads = best_heads(tables["attention"], accuracy_schema.table_cell_columns(task.cell_columns))
     layers = sorted(set(heads["layer"])) or [0]
     runs, with_variant = lines.runs_of(spec), len(spec["runs"]) > 1
+    # one line style per variant: scratchpad solid, direct dashed, and so on for k_train variants
+    styles = {variant: lines.VARIANT_STYLE.get(variant, STYLES[i % len(STYLES)])
+              for i, variant in enumerate(spec["runs"])}
+    draw = functools.partial(lines.draw, runs=runs, spec=spec, with_variant=with_variant, styles=styles)
     panels = len(layers) + 3
     fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6), layout="constrained")
 
-    metric = "exact_match"
-    lines.draw(axes[0], lines.summarize(frame, metric), runs, spec, title="exact match (mean over seeds)",
-               with_variant=with_variant, per_seed=frame.filter(pl.col("metric") == metric))
+    exact = frame.filter((pl.col("metric") == "exact_match") & pl.col("accuracy").is_not_null())
+    draw(axes[0], seed_band(exact, "accuracy"), title="exact match")
     for ax, layer in zip(axes[1:], layers):
         part = heads.filter(pl.col("layer") == layer)
-        lines.draw(ax, seed_band(part, "best"), runs, spec, title=f"layer {layer}: best head's mass on dependencies",
-                   ylabel="attention mass", with_variant=with_variant)
+        draw(ax, seed_band(part, "best"), title=f"layer {layer}: best head's mass on dependencies",
+             ylabel="attention mass")
         uniform = part.group_by("variant", "length").agg(pl.col("uniform").mean()).sort("variant", "length")
         for (variant,), line in uniform.group_by(["variant"], maintain_order=True):
-            ax.plot(line["length"], line["uniform"], color="0.55", ls=lines.VARIANT_STYLE.get(variant, "-"), lw=1.2,
+            ax.plot(line["length"], line["uniform"], color="0.55", ls=styles.get(variant, "-"), lw=1.2,
                     label=f"uniform attention{f' ({variant})' if with_variant else ''}")
-    lines.draw(axes[-2], seed_band(tables["flips"].drop_nulls("relevant_flip_rate"), "relevant_flip_rate"), runs,
-               spec, title="a relevant token changed: prediction flips", ylabel="flip rate", with_variant=with_variant)
+    draw(axes[-2], seed_band(tables["flips"].drop_nulls("relevant_flip_rate"), "relevant_flip_rate"),
+         title="a relevant token changed: prediction flips", ylabel="flip rate")
     wrong = tables["first_errors"].filter(pl.col("first_error").is_not_null()).with_columns(
         where=pl.col("first_error") / pl.col("response_length"))
-    lines.draw(axes[-1], seed_band(wrong, "where"), runs, spec, title="first wrong token (wrong responses)",
-               ylabel="index / response length", with_variant=with_variant)
+    draw(axes[-1], seed_band(wrong, "where"), title="first wrong token (wrong responses)",
+         ylabel="index / response length")
     for ax in axes:
         ax.set_xlabel("length")
     handles, labels = axes[1].get_legend_handles_labels()
