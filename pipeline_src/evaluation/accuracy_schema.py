@@ -27,7 +27,10 @@ from .metrics import METRICS
 KEY_COLUMNS = ("k", "length")  # the cell columns every table has
 
 
-class AccuracySchema(pa.DataFrameModel):
+class RunCellSchema(pa.DataFrameModel):
+    """The columns every table about a trained model starts with: its run (:func:`run_columns`) and
+    the cell keys every task has."""
+
     task: pl.String
     variant: pl.String
     scheme: pl.String
@@ -35,16 +38,19 @@ class AccuracySchema(pa.DataFrameModel):
     seed: pl.Int64
     k: pl.Int32 = pa.Field(ge=1, nullable=True)
     length: pl.Int32 = pa.Field(ge=1)
+
+    class Config:
+        strict = True
+        coerce = False
+
+
+class AccuracySchema(RunCellSchema):
     metric: pl.String = pa.Field(isin=METRICS)
     n: pl.Int64 = pa.Field(ge=1)
     correct: pl.Int64 = pa.Field(ge=0, nullable=True)
     accuracy: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
     ci_low: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
     ci_high: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
-
-    class Config:
-        strict = True
-        coerce = False
 
     @pa.dataframe_check
     def correct_at_most_n(cls, data) -> pl.LazyFrame:

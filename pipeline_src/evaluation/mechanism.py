@@ -127,7 +127,7 @@ def _forward(model, tokens: torch.Tensor, positions: torch.Tensor, device: torch
     if out.position_logits is not None:
         found["positions"] = out.position_logits.argmax(-1).cpu()
     if attention:
-        found["attention"] = [layer.float().cpu() for layer in out.attention]
+        found["attention"] = out.attention  # float32, on the CPU
     return found
 
 

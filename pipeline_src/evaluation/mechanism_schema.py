@@ -25,7 +25,7 @@ import pandera.polars as pa
 import polars as pl
 
 from ..bookkeeping.paths import MECHANISM_FILES
-from .accuracy_schema import KEY_COLUMNS, with_cell_columns
+from .accuracy_schema import KEY_COLUMNS, RunCellSchema, with_cell_columns
 
 TABLES = tuple(MECHANISM_FILES)
 
@@ -39,21 +39,7 @@ COLUMNS = {
 }
 
 
-class _Run(pa.DataFrameModel):
-    task: pl.String
-    variant: pl.String
-    scheme: pl.String
-    k_train: pl.Int32 = pa.Field(ge=1, nullable=True)
-    seed: pl.Int64
-    k: pl.Int32 = pa.Field(ge=1, nullable=True)
-    length: pl.Int32 = pa.Field(ge=1)
-
-    class Config:
-        strict = True
-        coerce = False
-
-
-class AttentionSchema(_Run):
+class AttentionSchema(RunCellSchema):
     layer: pl.Int32 = pa.Field(ge=0)
     head: pl.Int32 = pa.Field(ge=0)
     queries: pl.Int64 = pa.Field(ge=0)
@@ -66,7 +52,7 @@ class AttentionSchema(_Run):
         return data.lazyframe.select((pl.col("queries") > 0) == pl.col("dependency_mass").is_not_null())
 
 
-class FlipsSchema(_Run):
+class FlipsSchema(RunCellSchema):
     samples: pl.Int64 = pa.Field(ge=0)
     relevant_flips: pl.Int64 = pa.Field(ge=0)
     irrelevant_samples: pl.Int64 = pa.Field(ge=0)
@@ -81,7 +67,7 @@ class FlipsSchema(_Run):
                                      & (pl.col("irrelevant_samples") <= pl.col("samples")))
 
 
-class FirstErrorsSchema(_Run):
+class FirstErrorsSchema(RunCellSchema):
     row: pl.Int64 = pa.Field(ge=0)
     response_length: pl.Int64 = pa.Field(ge=1)
     first_error: pl.Int64 = pa.Field(ge=0, nullable=True)

@@ -137,7 +137,6 @@ def language_figure_inputs(figure):
             + [paths.INFLUENCE])
 
 
-
 # --- a task's mechanism figure, drawn by the job of the task's figure (figures.smk) ---
 
 
