@@ -190,11 +190,12 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     for figure in FIGURES:
         assert f"{figure}: made with this config" in landing
     assert "cells whose training diverged: none jobs that failed (their log, no output): none" in landing
-    assert "figures under results/figures 7" in landing  # the numbers under the text
+    figures = len(FIGURES) + len(MECHANISM_TASKS)  # each task's figure job also draws its mechanism figure
+    assert f"figures under results/figures {figures}" in landing  # the numbers under the text
     for heading in ("whole", "encoding", "errors"):  # what a string in --report-metadata renders as
         assert f" {heading} " not in landing
     raw = (pipeline / "report.html").read_text()  # the captions, shown one figure at a time
-    assert raw.count("This run") == len(FIGURES) and "training steps of batch" in raw
+    assert raw.count("This run") == figures and "training steps of batch" in raw
     assert "1 layer," in raw and "1 layers" not in raw  # the smoke models have one layer
 
 
