@@ -15,9 +15,9 @@ For generation, :meth:`Decoder.forward` can return and consume a :class:`KVCache
 (the keys, values and position ids of the tokens seen so far), so each new token costs one
 single-position forward instead of a forward over the whole sequence.
 
-For analysis, ``Decoder.forward(..., return_attention=True)`` also returns every layer's attention
-probabilities, computed explicitly (:func:`attention_probabilities`); the default path leaves that
-to ``F.scaled_dot_product_attention``, which never materialises them.
+For analysis, ``Decoder.forward(..., attention_of=(rows, queries))`` also returns every layer's
+attention probabilities of the queries asked for, written out (:func:`attention_probabilities`);
+attention itself is left to ``F.scaled_dot_product_attention``, which never materialises them.
 
 ``ModelConfig.attention_scale="log_length"`` makes the softmax *scalable* (Nakanishi, 2025; cf.
 Chiang and Cholak, 2022): each query's content logits are multiplied by ``s_h * ln(n)``, where ``n``
@@ -65,8 +65,8 @@ class ModelOutput:
     token_logits: torch.Tensor  # [B, T, vocab_size]
     position_logits: torch.Tensor | None  # [B, T, max_positions] when cfg.position_head
     cache: KVCache | None = None  # past + new keys/values, when forward(use_cache=True)
-    # Per layer, the attention probabilities [B, n_head, T, T_past + T] (float32, on the CPU),
-    # when forward(return_attention=True).
+    # Per layer, the attention probabilities [Q, n_head, T_past + T] (float32, on the CPU) of the Q
+    # queries of forward(attention_of=(rows, queries)).
     attention: list[torch.Tensor] | None = None
 
 
@@ -89,6 +89,21 @@ def attention_probabilities(q: torch.Tensor, k: torch.Tensor, attn_mask: torch.T
     else:
         scores = scores + attn_mask
     return scores.softmax(dim=-1, dtype=torch.float32)  # in float32 (as fused kernels do) whatever q's dtype
+
+
+def probabilities_of(q: torch.Tensor, k: torch.Tensor, attn_mask: torch.Tensor | None, rows: torch.Tensor,
+                     queries: torch.Tensor) -> torch.Tensor:
+    """The attention probabilities of the queries ``(rows[i], queries[i])`` only, float32 [Q, H, S]:
+    rows i of :func:`attention_probabilities` without computing the others. ``attn_mask`` as in
+    :meth:`SelfAttention.forward` (None: causal after ``S - T`` earlier keys)."""
+    T, S = q.shape[2], k.shape[2]
+    if attn_mask is None:
+        mask = torch.arange(S, device=q.device) <= S - T + queries[:, None]  # [Q, S]
+        mask = mask[:, None]
+    else:
+        mask = attn_mask.expand(q.shape[0], -1, -1, -1)[rows, :, queries]  # [Q, 1 or H, S]
+    asked = q[rows, :, queries]  # [Q, H, head_dim]
+    return attention_probabilities(asked[:, :, None], k[rows], mask[:, :, None])[:, :, 0]
 
 
 def key_counts(attn_mask: torch.Tensor | None, T: int, S: int, device: torch.device) -> torch.Tensor:
@@ -128,18 +143,17 @@ class SelfAttention(nn.Module):
             self.length_scale = nn.Parameter(torch.full((cfg.n_head,), 1 / math.log(10)))
 
     def forward(self, x: torch.Tensor, rotate: Rotation | None, attn_mask: torch.Tensor | None,
-                past: KeysValues | None = None, return_attention: bool = False,
+                past: KeysValues | None = None, attention_of: tuple[torch.Tensor, torch.Tensor] | None = None,
                 ) -> tuple[torch.Tensor, KeysValues, torch.Tensor | None]:
         """x [B, T, d_model] -> (output [B, T, d_model], (keys, values) including ``past``,
-        attention probabilities [B, H, T, T_past + T] if ``return_attention``, else None).
+        the attention probabilities [Q, H, T_past + T] of the queries ``attention_of`` or None).
 
         rotate: the encoding's rotation of queries and keys, or None.
         attn_mask: None (causal), bool [B, 1, T, T_past + T] (True = may attend), or the
             encoding's float attention bias [B, n_head, T, T_past + T] (-inf = may not attend).
-            ``return_attention`` needs one (see :meth:`Decoder._attention_mask`).
         past: cached (keys, values) [B, H, T_past, head_dim] of earlier tokens, or None.
-        return_attention: compute the probabilities explicitly (:func:`attention_probabilities`)
-            and return them, instead of leaving attention to ``F.scaled_dot_product_attention``.
+        attention_of: (rows, queries), long [Q] each: the queries (query ``queries[i]`` of the new
+            tokens of row ``rows[i]``) whose probabilities to write out (:func:`probabilities_of`).
         """
         B, T, _ = x.shape
         qkv = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2)
@@ -151,13 +165,8 @@ class SelfAttention(nn.Module):
         if self.length_scale is not None:
             n = key_counts(attn_mask, T, k.shape[2], x.device)  # [.., T, 1]
             q = q * (self.length_scale[:, None, None] * n.log()).to(q.dtype)
-        probs = None
-        if return_attention:
-            if attn_mask is None:
-                raise ValueError("return_attention needs an explicit attn_mask")
-            probs = attention_probabilities(q, k, attn_mask)
-            y = probs.to(v.dtype) @ v
-        elif attn_mask is not None:
+        probs = None if attention_of is None else probabilities_of(q, k, attn_mask, *attention_of)
+        if attn_mask is not None:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         elif past is None or T == 1:
             # Square causal, or a single new query that may see every key.
@@ -194,13 +203,13 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rotate, attn_mask, past=None, return_attention=False):
+    def forward(self, x, rotate, attn_mask, past=None, attention_of=None):
         """Returns (new x, this layer's (keys, values), its attention probabilities or None); see
         :meth:`SelfAttention.forward`."""
         if self.parallel:
-            attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, return_attention)
+            attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, attention_of)
             return x + attn + self.mlp(self.ln2(x)), kv, probs
-        attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, return_attention)
+        attn, kv, probs = self.attn(self.ln1(x), rotate, attn_mask, past, attention_of)
         x = x + attn
         return x + self.mlp(self.ln2(x)), kv, probs
 
@@ -272,17 +281,15 @@ class Decoder(nn.Module):
         return (key_step <= query_step)[None, None]
 
     def _attention_mask(self, attention_mask: torch.Tensor | None, T_past: int, T: int,
-                        bias: torch.Tensor | None, device: torch.device,
-                        explicit: bool = False) -> torch.Tensor | None:
+                        bias: torch.Tensor | None, device: torch.device) -> torch.Tensor | None:
         """The ``attn_mask`` of every layer: which keys each query may attend to, and the encoding's
         attention bias if it has one (then -inf wherever attending is not allowed).
 
-        None means plain causal attention, or one new token, which sees every cached key; with
-        ``explicit`` (attention computed by hand, which needs the mask written out) never None.
+        None means plain causal attention, or one new token, which sees every cached key.
         """
         if attention_mask is not None:
             allowed = self._build_mask(attention_mask)
-        elif (T_past > 0 and T > 1) or bias is not None or explicit:
+        elif (T_past > 0 and T > 1) or bias is not None:
             allowed = self._build_cached_mask(T_past, T, device)
         else:
             return None
@@ -291,7 +298,7 @@ class Decoder(nn.Module):
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
                 attention_mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False,
-                return_attention: bool = False) -> ModelOutput:
+                attention_of: tuple[torch.Tensor, torch.Tensor] | None = None) -> ModelOutput:
         """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token.
 
         With ``cache`` (from an earlier call with ``use_cache=True``), ``tokens`` and
@@ -302,8 +309,8 @@ class Decoder(nn.Module):
         with a cache: decoding batches have equal-length prompts.
         ``last_only=True`` computes the heads at the last position only (logits [B, 1, ...]):
         scoring one next token per row skips the LM head at every other position.
-        ``return_attention=True`` computes attention explicitly and returns every layer's
-        probabilities in ``ModelOutput.attention`` (the same outputs up to rounding; slower).
+        ``attention_of=(rows, queries)`` (long [Q] each; a query indexes the new tokens) also returns
+        every layer's attention probabilities of those queries in ``ModelOutput.attention``.
         """
         if tokens.shape != position_ids.shape:
             raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
@@ -326,21 +333,20 @@ class Decoder(nn.Module):
             x = x + self.pos_embed(position_ids)
         rotate = self.encoding.rotation(self.cfg, position_ids)
         bias = self.encoding.attention_bias(self.cfg, position_ids, key_ids)
-        mask = self._attention_mask(attention_mask, T_past, tokens.shape[1], bias, tokens.device,
-                                    explicit=return_attention)
+        mask = self._attention_mask(attention_mask, T_past, tokens.shape[1], bias, tokens.device)
 
         pasts = cache.layers if T_past > 0 else [None] * len(self.blocks)
         new_layers, attention = [], []
         for block, past in zip(self.blocks, pasts):
-            x, kv, probs = block(x, rotate, mask, past, return_attention)
+            x, kv, probs = block(x, rotate, mask, past, attention_of)
             new_layers.append(kv)
-            if return_attention:
+            if attention_of is not None:
                 attention.append(probs.cpu())
         x = self.ln_f(x[:, -1:] if last_only else x)
         position_logits = self.position_head(x) if self.position_head is not None else None
         return ModelOutput(token_logits=self.lm_head(x), position_logits=position_logits,
                            cache=KVCache(new_layers, key_ids) if use_cache else None,
-                           attention=attention if return_attention else None)
+                           attention=attention if attention_of is not None else None)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -1,4 +1,4 @@
-"""Attention out of the decoder (``forward(return_attention=True)``) and the ``attention_scale``
+"""Attention out of the decoder (``forward(attention_of=(rows, queries))``) and the ``attention_scale``
 option (scalable softmax): agreement with the default path, hand computations, KV caches, the
 unchanged ``none`` model, and the option's way from the config to a trained model."""
 
@@ -54,6 +54,18 @@ def batch(B: int = 3, T: int = 9, seed: int = 1) -> tuple[torch.Tensor, torch.Te
     return tokens, ids, mask
 
 
+def every_query(model: Decoder, tokens, ids, mask=None, **kw):
+    """The forward with ``attention_of`` asking for every query (row-major), its attention
+    reshaped to [B, H, T, T_past + T] per layer."""
+    B, T = tokens.shape
+    rows, queries = torch.arange(B).repeat_interleave(T), torch.arange(T).repeat(B)
+    out = model(tokens, ids, mask, attention_of=(rows, queries), **kw)
+    for probs in out.attention:
+        assert probs.shape[0] == B * T and probs.dtype == torch.float32 and probs.device.type == "cpu"
+    out.attention = [probs.view(B, T, *probs.shape[1:]).transpose(1, 2) for probs in out.attention]
+    return out
+
+
 def allowed_keys(T: int, mask: torch.Tensor | None) -> torch.Tensor:
     """allowed[b, i, j] (B = 1 without a mask): key j <= i and real, or j == i; one loop per index."""
     rows = mask.tolist() if mask is not None else [[True] * T]
@@ -84,24 +96,24 @@ def first_layer_by_hand(model: Decoder, tokens, ids, mask) -> torch.Tensor:
     return scores.masked_fill(~allowed, float("-inf")).softmax(-1)
 
 
-# ---------------------------------------------------------------- return_attention
+# ---------------------------------------------------------------- attention_of
 
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("encoding", ENCODINGS)
 @pytest.mark.parametrize("padded", [False, True])
-def test_explicit_attention_gives_the_default_outputs(scale, encoding, padded):
+def test_asking_for_attention_leaves_the_outputs_as_they_are(scale, encoding, padded):
     model = make_model(position_encoding=encoding, attention_scale=scale, parallel_residual=encoding != "rope")
     tokens, ids, mask = batch()
     mask = mask if padded else None
     with torch.no_grad():
         default = model(tokens, ids, mask)
-        explicit = model(tokens, ids, mask, return_attention=True)
+        explicit = every_query(model, tokens, ids, mask)
     assert default.attention is None
-    torch.testing.assert_close(explicit.token_logits, default.token_logits, rtol=1e-5, atol=1e-5)
+    assert torch.equal(explicit.token_logits, default.token_logits)
     assert len(explicit.attention) == model.cfg.n_layer
     allowed = allowed_keys(9, mask)[:, None]
     for probs in explicit.attention:
-        assert probs.shape == (3, 4, 9, 9) and probs.dtype == torch.float32 and probs.device.type == "cpu"
+        assert probs.shape == (3, 4, 9, 9)
         torch.testing.assert_close(probs.sum(-1), torch.ones(3, 4, 9), rtol=0, atol=1e-6)
         assert torch.all(probs.masked_select(~allowed.expand_as(probs)) == 0)  # future keys, padding keys
         assert torch.all(probs.masked_select(allowed.expand_as(probs)) > 0)
@@ -115,7 +127,7 @@ def test_attention_matches_a_hand_computation(scale, encoding, padded):
     tokens, ids, mask = batch()
     mask = mask if padded else None
     with torch.no_grad():
-        got = model(tokens, ids, mask, return_attention=True).attention[0]
+        got = every_query(model, tokens, ids, mask).attention[0]
         want = first_layer_by_hand(model, tokens, ids, mask)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
@@ -126,16 +138,15 @@ def test_attention_with_a_kv_cache(scale, encoding):
     model = make_model(position_encoding=encoding, attention_scale=scale)
     tokens, ids, _ = batch()
     with torch.no_grad():
-        full = model(tokens, ids, return_attention=True)
+        full = every_query(model, tokens, ids)
         outputs = []  # a prefix of 4, then 4 tokens at once, then 1
         cache = None
         for start, end in ((0, 4), (4, 8), (8, 9)):
             default = model(tokens[:, start:end], ids[:, start:end], cache=cache, use_cache=True)
-            explicit = model(tokens[:, start:end], ids[:, start:end], cache=cache, use_cache=True,
-                             return_attention=True)
-            torch.testing.assert_close(explicit.token_logits, default.token_logits, rtol=1e-5, atol=1e-5)
+            explicit = every_query(model, tokens[:, start:end], ids[:, start:end], cache=cache, use_cache=True)
+            assert torch.equal(explicit.token_logits, default.token_logits)
             for (k0, v0), (k1, v1) in zip(default.cache.layers, explicit.cache.layers):
-                torch.testing.assert_close((k1, v1), (k0, v0), rtol=1e-5, atol=1e-5)  # deeper layers: rounding
+                assert torch.equal(k1, k0) and torch.equal(v1, v0)
             outputs.append(explicit)
             cache = default.cache
     for layer in range(model.cfg.n_layer):
@@ -153,7 +164,8 @@ def test_bf16_autocast_with_explicit_attention(scale):
     with torch.no_grad():
         refs = [model(tokens, ids, m).token_logits for m in (None, None, mask, mask)]
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            outs = [model(tokens, ids, m, return_attention=r) for m in (None, mask) for r in (False, True)]
+            outs = [every_query(model, tokens, ids, m) if asked else model(tokens, ids, m)
+                    for m in (None, mask) for asked in (False, True)]
     for out, ref in zip(outs, refs):
         assert (out.token_logits.float() - ref).abs().max() < 0.05 * ref.abs().max() + 2e-2
     assert outs[1].attention[0].dtype == torch.float32

@@ -35,11 +35,12 @@ class Stub(nn.Module):
         self.cfg, self.vocab_size, self.predict, self.attend = Config(), vocab_size, predict, attend
         self.anchor = nn.Parameter(torch.zeros(1))  # a parameter, so the model has a device
 
-    def forward(self, tokens, positions, return_attention=False):
+    def forward(self, tokens, positions, attention_of=None):
         logits = nn.functional.one_hot(self.predict(tokens), self.vocab_size).float()
         attention = None
-        if return_attention:
-            probs = self.attend(tokens)[:, None].expand(-1, N_HEAD, -1, -1)
+        if attention_of is not None:
+            rows, queries = attention_of
+            probs = self.attend(tokens)[rows, queries][:, None].expand(-1, N_HEAD, -1)  # [Q, H, T]
             attention = [probs] * N_LAYER
         return ModelOutput(token_logits=logits, position_logits=None, attention=attention)
 
@@ -151,11 +152,9 @@ def test_dependency_masks_mark_the_query_before_each_response_token():
 
 
 def test_attention_sums_average_only_over_asking_queries():
-    probs = torch.zeros(1, 1, 3, 3)
-    probs[0, 0, 2] = torch.tensor([0.5, 0.25, 0.25])
-    probs[0, 0, 1] = torch.tensor([1.0, 0.0, 0.0])
+    probs = torch.tensor([[[0.5, 0.25, 0.25]]])  # [Q, H, T]: the one query, at position 2
     depends = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
-    mass, uniform_mass, entropy, count = attention_sums([probs], torch.tensor([0]), torch.tensor([2]), depends)
+    mass, uniform_mass, entropy, count = attention_sums([probs], torch.tensor([2]), depends)
     assert count == 1 and float(mass) == pytest.approx(0.5) and float(uniform_mass) == pytest.approx(1 / 3)
     assert float(entropy) == pytest.approx(-(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25)))
 

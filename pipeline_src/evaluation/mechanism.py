@@ -101,9 +101,9 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
         part = slice(start, start + batch_size)
         tokens, positions = table.tokens[part], table.positions[part]
         prompt_lengths, lengths = table.prompt_lengths[part], table.lengths[part]
-        out = _forward(model, tokens, positions, device, precision, attention=True)
-        part_mass, part_uniform, part_entropy, count = attention_sums(
-            out["attention"], *dependency_masks(sets[part], prompt_lengths, tokens.shape[1]))
+        rows, asked, depends = dependency_masks(sets[part], prompt_lengths, tokens.shape[1])
+        out = _forward(model, tokens, positions, device, precision, attention_of=(rows, asked))
+        part_mass, part_uniform, part_entropy, count = attention_sums(out["attention"], asked, depends)
         mass, uniform, entropy = mass + part_mass, uniform + part_uniform, entropy + part_entropy
         queries += count
         flips = [a + b for a, b in zip(flips, flip_counts(model, tokens, positions, probes[part], prompt_lengths,
@@ -117,16 +117,17 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
 
 
 def _forward(model, tokens: torch.Tensor, positions: torch.Tensor, device: torch.device, precision: str,
-             attention: bool = False) -> dict:
+             attention_of: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict:
     """One teacher-forced forward of right-padded rows: the greedy token (and, with a position head,
-    position ID) predicted at every position, and with ``attention`` each layer's attention
-    probabilities [B, H, T, T], all on the CPU."""
+    position ID) predicted at every position, and with ``attention_of`` (rows, queries) each layer's
+    attention probabilities of those queries [Q, H, T], all on the CPU."""
+    kwargs = {} if attention_of is None else {"attention_of": tuple(index.to(device) for index in attention_of)}
     with torch.inference_mode(), inference_autocast(device, precision):
-        out = model(tokens.to(device), positions.to(device), return_attention=attention)
+        out = model(tokens.to(device), positions.to(device), **kwargs)
     found = {"tokens": out.token_logits.argmax(-1).cpu()}
     if out.position_logits is not None:
         found["positions"] = out.position_logits.argmax(-1).cpu()
-    if attention:
+    if attention_of is not None:
         found["attention"] = out.attention  # float32, on the CPU
     return found
 
@@ -147,21 +148,21 @@ def dependency_masks(sets: list[list[np.ndarray]], prompt_lengths: torch.Tensor,
     return torch.from_numpy(rows.astype(np.int64)), torch.from_numpy(queries.astype(np.int64)), depends
 
 
-def attention_sums(attention: list[torch.Tensor], rows: torch.Tensor, queries: torch.Tensor, depends: torch.Tensor
+def attention_sums(attention: list[torch.Tensor], queries: torch.Tensor, depends: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """Sums over the queries of :func:`dependency_masks`, per (layer, head) [L, H] (float64): attention
     mass on the dependency set, the mass uniform attention over the query's keys would give it, and
-    the attention entropy; and the number of queries. Query t sees keys 0..t (causal), so uniform
-    attention puts |set| / (t + 1) on the set."""
+    the attention entropy; and the number of queries. ``attention``: per layer, the probabilities of
+    those queries [Q, H, T]. Query t sees keys 0..t (causal), so uniform attention puts
+    |set| / (t + 1) on the set."""
     uniform = float((depends.sum(-1).double() / (queries + 1).double()).sum())
     mass, entropy = [], []
-    for probs in attention:  # [B, H, T, T]
-        asked = probs[rows, :, queries]  # [Q, H, T]
+    for asked in attention:  # [Q, H, T]
         mass.append((asked * depends[:, None]).sum(-1).double().sum(0))
         entropy.append(torch.special.entr(asked).sum(-1).double().sum(0))
     n_head = attention[0].shape[1]
     return torch.stack(mass), torch.full((len(attention), n_head), uniform, dtype=torch.float64), \
-        torch.stack(entropy), len(rows)
+        torch.stack(entropy), len(queries)
 
 
 def flip_counts(model, tokens: torch.Tensor, positions: torch.Tensor, probes: list, prompt_lengths: torch.Tensor,
