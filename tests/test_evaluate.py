@@ -222,6 +222,7 @@ def _stop_before_the_answer(tokens, positions, lengths):
 def test_counts_of_a_decoder_that_knows_the_answers(tmp_path, models, eval_sets, monkeypatch, corrupt, expected, label):
     frame = pl.read_parquet(eval_sets[label])
     monkeypatch.setattr(evaluate_module, "greedy_decode", oracle_decode(frame, corrupt))
+    monkeypatch.setattr(evaluate_module, "_teacher_forced", teacher_forcing(frame, wrong=lambda row: True))
     result = evaluate({"batch_size": 100, "seed": 5}, models(label, "ppc"), eval_sets[label],
                       tmp_path / "acc.parquet", **quiet)
     want = {}  # a decoding batch holds the rows of one cell with one prompt length
@@ -231,6 +232,50 @@ def test_counts_of_a_decoder_that_knows_the_answers(tmp_path, models, eval_sets,
             for metric, ok in expected(r, R.max()).items():
                 want[length, metric] = want.get((length, metric), 0) + ok
     assert {key: correct for key, (correct, _) in as_dict(result).items() if key[1] != "token_accuracy"} == want
+
+
+def teacher_forcing(frame: pl.DataFrame, wrong):
+    """A stand-in for teacher forcing that predicts every response right (tokens and IDs) except in
+    the rows where ``wrong(prompt)`` holds, whose first token it gets wrong."""
+    truth = {tuple(r["prompt"]): (r["response"], r["response_pos"]) for r in frame.iter_rows(named=True)}
+
+    def predict(model, tokens, positions, prompt_len, device, precision):
+        width = tokens.shape[1] - prompt_len + 1
+        predicted, ids = torch.zeros(len(tokens), width, dtype=torch.long), torch.zeros(len(tokens), width, dtype=torch.long)
+        for i, prompt in enumerate(tokens[:, :prompt_len].tolist()):
+            response, response_ids = truth[tuple(prompt)]
+            predicted[i, :len(response)], ids[i, :len(response)] = torch.tensor(response), torch.tensor(response_ids)
+            if wrong(prompt):
+                predicted[i, 0] = -5
+        return predicted, ids
+
+    return predict
+
+
+@pytest.mark.parametrize("label", ["variable_assignment", "variable_assignment:2"])
+def test_only_the_rows_teacher_forcing_gets_wrong_are_decoded(tmp_path, models, eval_sets, monkeypatch, label):
+    """Greedy decoding predicts what teacher forcing does until its first mistake, so a row teacher
+    forcing gets all right is generated as its response and is not decoded; the rows it gets wrong
+    are decoded, and what decoding gives counts."""
+    frame = pl.read_parquet(eval_sets[label])
+    wrong = lambda prompt: sum(prompt) % 3 == 0  # noqa: E731  (a third of the rows, or so)
+    decoded = []
+
+    def decode(model, prompt, *args, **kwargs):
+        decoded.extend(tuple(p) for p in prompt.tolist())
+        return oracle_decode(frame, _flip_first)(model, prompt, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "greedy_decode", decode)
+    monkeypatch.setattr(evaluate_module, "_teacher_forced", teacher_forcing(frame, wrong))
+    result = evaluate({"batch_size": 5, "seed": 5}, models(label, "ppc"), eval_sets[label], tmp_path / "acc.parquet",
+                      **quiet)
+    prompts = [tuple(p) for p in frame["prompt"].to_list()]
+    assert sorted(decoded) == sorted(p for p in prompts if wrong(list(p))) and 0 < len(decoded) < len(prompts)
+    counts = as_dict(result)
+    for length, cell in frame.group_by("length"):
+        right = sum(not wrong(p) for p in cell["prompt"].to_list())  # the decoded rows: first token wrong
+        assert counts[length[0], "exact_match"][0] == right and counts[length[0], "position_match"][0] == len(cell)
+        assert counts[length[0], "token_accuracy"][0] == cell["response"].list.len().sum() - (len(cell) - right)
 
 
 def test_position_id_beyond_the_table_names_the_row(tmp_path):

@@ -6,7 +6,9 @@ The model is always the last checkpoint of training. Each cell of the evaluation
 whose prompts differ (variable assignment with multi-token names) is decoded in groups of equal
 prompt length, and its counts are their sums. Responses may differ in length (variable
 assignment: the chain depth varies), so a chunk decodes as many tokens as its longest response and
-stops early once every row has emitted ``<eos>``.
+stops early once every row has emitted ``<eos>``. Teacher forcing runs first and only the rows it
+gets wrong are decoded (:func:`score_cell`): greedy decoding of a row teacher forcing gets all right
+would generate its response.
 
 Position IDs follow the scheme (SPEC 3): the prompt gets the base IDs (the task's coupled IDs for
 coupled and ppc, 0..T-1 otherwise); each response token gets the task's oracle coupled ID
@@ -147,7 +149,12 @@ def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: in
     """Greedy-decode every row of ``table`` (one cell, checked by :func:`check_cell`) and count the
     rows right under each metric (``token_accuracy``: the response tokens right under teacher
     forcing). Response IDs come from ``table`` unless ``predict_positions``. ``device``: where
-    ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU."""
+    ``model`` is; decoding runs there (see :func:`_decode`), scoring on the CPU.
+
+    Teacher forcing runs first, and only the rows it gets wrong are decoded: greedy decoding feeds
+    back what it predicts, so while its predictions are right it is fed the true response (and, with
+    a position head, the oracle IDs) and predicts what teacher forcing predicts. A row whose tokens
+    (and predicted IDs) teacher forcing gets all right is therefore generated as its response."""
     prompt_len = int(table.prompt_lengths[0])
     metrics = scored_metrics(predict_positions)
     counts = dict.fromkeys(metrics, 0)
@@ -157,21 +164,29 @@ def score_cell(model, table: SequenceTable, batch_size: int, *, answer_index: in
         width = int(lengths.max())
         response = table.tokens[part, prompt_len:prompt_len + width]
         oracle = table.positions[part, prompt_len:prompt_len + width]
-        tokens, positions = _decode(model, table.tokens[part, :prompt_len], table.positions[part, :prompt_len],
-                                    width, None if predict_positions else oracle, stop_token, torch.device(device),
-                                    precision)
-        if stop_token is not None:  # a row's IDs after its stop token belong to no token of it
-            stops = (tokens == stop_token).long()
-            positions = positions.masked_fill(stops.cumsum(dim=1) - stops > 0, MISSING)
         inside = torch.arange(width)[None, :] < lengths[:, None]
+        predicted, predicted_ids = _teacher_forced(model, table.tokens[part, :prompt_len + width - 1],
+                                                   table.positions[part, :prompt_len + width - 1], prompt_len,
+                                                   torch.device(device), precision)
+        right = _agree(predicted, response, inside)
+        if predict_positions:
+            right &= _agree(predicted_ids, oracle, inside)
+        tokens, positions = response.masked_fill(~inside, MISSING), oracle.masked_fill(~inside, MISSING)
+        wrong = (~right).nonzero().flatten()
+        if len(wrong):
+            rows = wrong + start
+            decoded, decoded_ids = _decode(model, table.tokens[rows, :prompt_len], table.positions[rows, :prompt_len],
+                                           width, None if predict_positions else oracle[wrong], stop_token,
+                                           torch.device(device), precision)
+            if stop_token is not None:  # a row's IDs after its stop token belong to no token of it
+                stops = (decoded == stop_token).long()
+                decoded_ids = decoded_ids.masked_fill(stops.cumsum(dim=1) - stops > 0, MISSING)
+            tokens[wrong], positions[wrong] = decoded, decoded_ids
         answer = (lengths + answer_index)[:, None]
         hits = {"exact_match": _agree(tokens, response, inside),
                 "answer": (tokens.gather(1, answer) == response.gather(1, answer)).squeeze(1)}
         if predict_positions:
             hits["position_match"] = _agree(positions, oracle, inside)
-        predicted = _teacher_forced(model, table.tokens[part, :prompt_len + width - 1],
-                                    table.positions[part, :prompt_len + width - 1], prompt_len,
-                                    torch.device(device), precision)
         hits["token_accuracy"] = ((predicted == response) & inside).sum()
         for metric in metrics:
             counts[metric] += int(hits[metric].sum())
@@ -190,13 +205,14 @@ def _decode(model, prompt: torch.Tensor, prompt_positions: torch.Tensor, width: 
 
 
 def _teacher_forced(model, tokens: torch.Tensor, positions: torch.Tensor, prompt_len: int, device: torch.device,
-                    precision: str) -> torch.Tensor:
-    """The greedy next-token prediction at every response position of right-padded sequences fed
-    whole (causal attention: the padding after a row's end changes none of its predictions), back
-    on the CPU [B, width]."""
+                    precision: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The greedy next-token prediction, and with a position head the next ID's, at every response
+    position of right-padded sequences fed whole (causal attention: the padding after a row's end
+    changes none of its predictions), back on the CPU [B, width]."""
     with torch.inference_mode(), inference_autocast(device, precision):
-        logits = model(tokens.to(device), positions.to(device)).token_logits
-    return logits[:, prompt_len - 1:].argmax(-1).cpu()
+        out = model(tokens.to(device), positions.to(device))
+    ids = None if out.position_logits is None else out.position_logits[:, prompt_len - 1:].argmax(-1).cpu()
+    return out.token_logits[:, prompt_len - 1:].argmax(-1).cpu(), ids
 
 
 def _agree(generated: torch.Tensor, reference: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:
