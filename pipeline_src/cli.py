@@ -8,6 +8,7 @@ pipeline.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import os
@@ -40,6 +41,10 @@ OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=P
                        help="The model's folder; a resume checkpoint found there is resumed.")
 MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
                          help="A trained model's folder (model.safetensors, model.json).")
+CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
+                           type=click.Path(dir_okay=False, path_type=Path),
+                           help="Config file merged over config/config.yaml, as with snakemake "
+                                "--configfile; repeat for several (later ones win).")
 
 
 @contextlib.contextmanager
@@ -228,6 +233,19 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
         run(spec, model_dir, eval_data, out, rule=rule, threads=threads, mechanism_dir=mechanism_dir)
 
 
+def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from: str):
+    """The options of ``lengthgen plot`` that also draw the ``kind`` figure of a task's figure:
+    ``--<kind>-<source>`` (``drawn_from``), ``--<kind>-out`` and ``--<kind>-caption``."""
+    options = [
+        click.option(f"--{kind}-{source}", f"{kind}_{source}s", multiple=True, type=source_type,
+                     help=f"A task's figure: also draw its {kind} figure from {drawn_from}."),
+        click.option(f"--{kind}-out", f"{kind}_outputs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+                     help=f"The {kind} figure's file (.png or .pdf); repeat for several formats."),
+        click.option(f"--{kind}-caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
+                     help=f"Also write the {kind} figure's caption to OUT, as --caption does.")]
+    return lambda command: functools.reduce(lambda decorated, option: option(decorated), reversed(options), command)
+
+
 @main.command()
 @click.argument("figure", type=click.Choice([*FIGURE_TASKS, *LANGUAGE_FIGURES]))
 @SPEC
@@ -237,25 +255,28 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
 @click.option("--caption", "caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
               help="Also write the figure's caption to OUT: the description TEMPLATE (workflow/report/<figure>.rst) "
                    "and the run's facts, from the figure's provenance record.")
-@click.option("--mechanism-dir", "mechanism_dirs", multiple=True,
-              type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="A task's figure: also draw its mechanism figure from the mechanism tables in this folder "
-                   "(`lengthgen evaluate --mechanism-dir`); repeat, one folder per model of INPUTS.")
-@click.option("--mechanism-out", "mechanism_outputs", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="The mechanism figure's file (.png or .pdf); repeat for several formats.")
-@click.option("--mechanism-caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
-              help="Also write the mechanism figure's caption to OUT, as --caption does.")
+@companion_figure("mechanism", "dir", click.Path(exists=True, file_okay=False, path_type=Path),
+                  "the mechanism tables in this folder (`lengthgen evaluate --mechanism-dir`); repeat, one folder "
+                  "per model of INPUTS")
+@companion_figure("training", "log", click.Path(exists=True, dir_okay=False, path_type=Path),
+                  "the training log (train_log.parquet) of a model; repeat, one per model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
          mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
-         mechanism_caption: tuple[Path, Path] | None, inputs: tuple[Path, ...]) -> None:
+         mechanism_caption: tuple[Path, Path] | None, training_logs: tuple[Path, ...],
+         training_outputs: tuple[Path, ...], training_caption: tuple[Path, Path] | None,
+         inputs: tuple[Path, ...]) -> None:
     """Draw FIGURE from evaluation results INPUTS (language figures: influence and language-model
-    evaluation tables), and with --mechanism-dir the mechanism figure of its task."""
-    for template, option in ((caption, "--caption"), (mechanism_caption, "--mechanism-caption")):
+    evaluation tables), with --mechanism-dir the mechanism figure of its task, with --training-log
+    its training-curve figure."""
+    for template, option in ((caption, "--caption"), (mechanism_caption, "--mechanism-caption"),
+                             (training_caption, "--training-caption")):
         if template and not template[0].is_file():
             raise click.BadParameter(f"{template[0]}: no such caption template", param_hint=option)
-    if bool(mechanism_dirs) != bool(mechanism_outputs) or (mechanism_dirs and figure not in FIGURE_TASKS):
-        raise click.UsageError("--mechanism-dir and --mechanism-out go together, with a task's figure")
+    for sources, outs, option in ((mechanism_dirs, mechanism_outputs, "--mechanism-dir"),
+                                  (training_logs, training_outputs, "--training-log")):
+        if bool(sources) != bool(outs) or (sources and figure not in FIGURE_TASKS):
+            raise click.UsageError(f"{option} and {option.rsplit('-', 1)[0]}-out go together, with a task's figure")
     if figure in FIGURE_TASKS and spec.get("task") != FIGURE_TASKS[figure]:
         raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASKS[figure]!r}, but the spec is for "
                                  f"task {spec.get('task')!r}", param_hint="--spec")
@@ -278,6 +299,12 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
                        rule=rule)
         if mechanism_caption:
             write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
+    if training_logs:
+        from .figures.training import plot as draw_training
+
+        draw_training(spec, list(inputs), list(training_logs), list(training_outputs), rule=rule)
+        if training_caption:
+            write_caption(training_caption[0], training_outputs[0], training_caption[1])
 
 
 @main.command(name="mechanism-table")
@@ -317,6 +344,33 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
 
 
 @main.command()
+@click.argument("results", default="results", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@CONFIGFILES
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the findings to this file as a Markdown table.")
+def findings(results: Path, configfiles: tuple[Path, ...], markdown_file: Path | None) -> None:
+    """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
+    config's runs: per finding its claim, the criterion, the numbers compared and the verdict."""
+    from .evaluation.findings import report
+
+    click.echo(report(results, configfiles, markdown_file))
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+def tensorboard(results_dir: Path, out_dir: Path) -> None:
+    """Write every model's training log under RESULTS_DIR (train/**, language/train/*) as TensorBoard
+    event files in OUT_DIR, one run per model (`tensorboard --logdir OUT_DIR`; needs the tensorboard extra)."""
+    from .tensorboard_export import ExportError, export
+
+    try:
+        click.echo(f"wrote {len(export(results_dir, out_dir))} runs to {out_dir}", err=True)
+    except ExportError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@main.command()
 @click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the full chain as JSON.")
 @click.option("--config", "with_config", is_flag=True, help="Print each artifact's config subset too.")
@@ -343,9 +397,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 
 
 @main.command()
-@click.option("--configfile", "configfiles", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Config file merged over config/config.yaml, as with snakemake --configfile; repeat for "
-                   "several (later ones win).")
+@CONFIGFILES
 @click.option("--task", "tasks", multiple=True,
               help="Only these tasks (repeatable); default: every synthetic task of the config.")
 @click.option("--wide", is_flag=True, help="Notes whole, however long (default: cut to the terminal's width).")
@@ -392,9 +444,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
 
 
 @main.command()
-@click.option("--configfile", "configfiles", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Config file merged over config/config.yaml, as with snakemake --configfile; repeat for "
-                   "several (later ones win).")
+@CONFIGFILES
 def check(configfiles: tuple[Path, ...]) -> None:
     """Check a run's config as the workflow merges it (config/config.yaml, then each --configfile), without
     Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when

@@ -4,6 +4,7 @@ after a config edit, config errors before any job, lint."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -78,6 +79,17 @@ def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
 MODELS, TASK_FIGURES, FIGURES, MECHANISM_TASKS = _smoke_plan()
 
 
+def _training_figures() -> dict[str, str]:
+    """The training-curve figure of each task figure of the smoke config, with the task it shows."""
+    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.bookkeeping import paths
+
+    return {paths.training_figure(figure): jobs.FIGURES[figure] for figure in FIGURES if figure in jobs.FIGURES}
+
+
+TRAINING_FIGURES = _training_figures()
+
+
 def test_smoke_run_writes_every_figure_and_provenance(pipeline):
     figures = pipeline / "results" / "figures"
     for figure in FIGURES:
@@ -90,6 +102,10 @@ def test_smoke_run_writes_every_figure_and_provenance(pipeline):
     for task in MECHANISM_TASKS:
         for suffix in (".png", ".pdf", ".caption.rst"):
             assert (figures / f"mechanism_{task}{suffix}").stat().st_size > 0, task + suffix
+    assert len(TRAINING_FIGURES) == len(TASK_FIGURES)  # each task figure's job draws its training curves
+    for figure in TRAINING_FIGURES:
+        for suffix in (".png", ".pdf", ".png.prov.json", ".pdf.prov.json", ".caption.rst"):
+            assert (figures / f"{figure}{suffix}").stat().st_size > 0, figure + suffix
 
 
 def test_second_run_does_nothing(pipeline):
@@ -190,12 +206,16 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     for figure in FIGURES:
         assert f"{figure}: made with this config" in landing
     assert "cells whose training diverged: none jobs that failed (their log, no output): none" in landing
-    figures = len(FIGURES) + len(MECHANISM_TASKS)  # each task's figure job also draws its mechanism figure
+    # each task's figure job also draws its mechanism figure (tasks with dependency sets) and its training curves
+    figures = len(FIGURES) + len(MECHANISM_TASKS) + len(TRAINING_FIGURES)
     assert f"figures under results/figures {figures}" in landing  # the numbers under the text
     for heading in ("whole", "encoding", "errors"):  # what a string in --report-metadata renders as
         assert f" {heading} " not in landing
     raw = (pipeline / "report.html").read_text()  # the captions, shown one figure at a time
     assert raw.count("This run") == figures and "training steps of batch" in raw
+    listed = json.loads(re.search(r"var categories = (\{.*?\});?\n", raw)[1])  # the report's figures by category
+    for figure, task in TRAINING_FIGURES.items():
+        assert f"results/figures/{figure}.png" in [path for sub in listed[task].values() for path in sub], figure
     assert "1 layer," in raw and "1 layers" not in raw  # the smoke models have one layer
 
 
@@ -327,7 +347,11 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
         assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("plot_figure1") == 1, (target, plan)
     snakemake(workdir, "figure1", "--configfile", override)
     assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", override)) == {}
-    timed = ("train_log.parquet", "summary.json")  # hold wall-clock seconds (and so do their sidecars' digests)
+    from pipeline_src.bookkeeping.paths import FIGURE_FORMATS, training_figure
+
+    timed = ("train_log.parquet", "summary.json",  # hold wall-clock seconds (and so do their sidecars' digests,
+             # and the sidecars of the training curves drawn from the logs: the figures are the same)
+             *(f"{training_figure('figure1')}.{fmt}.prov.json" for fmt in FIGURE_FORMATS))
     changed = [str(p.relative_to(results)) for p in artifacts
                if not p.exists() or (not p.name.startswith(timed) and p.read_bytes() != before[p])]
     assert changed == [], f"differ from the uninterrupted run: {changed}"

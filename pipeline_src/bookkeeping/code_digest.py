@@ -40,7 +40,7 @@ STAGE_ENTRIES = {
     "data": ("tasks", "storage.datasets"),  # generate
     "train": ("training.train",),  # train
     "evaluate": ("evaluation.evaluate",),  # evaluate
-    "figures": ("figures.mechanism",),  # plot: the task's mechanism figure and its figure (see entry_modules)
+    "figures": ("figures.mechanism", "figures.training"),  # plot: a task's figure and its companions (entry_modules)
     "language_data": ("language.token_stream",),  # corpus
     "language_train": ("language.training",),  # lm-train
     "language_eval": ("language.analysis",),  # lm-eval, influence

@@ -112,6 +112,11 @@ def mechanism_figure(task="{task}") -> str:
     return f"mechanism_{task}"
 
 
+def training_figure(figure="{figure}") -> str:
+    """The name of the training-curve figure of a task's figure (``results/figures/<name>.png``)."""
+    return f"training_{figure}"
+
+
 def figure(figure="{figure}", fmt="png") -> str:
     return f"{RESULTS}/{figure_job(figure)}.{fmt}"
 

@@ -48,9 +48,14 @@ def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
                                 ).drop("pooled_correct", "pooled_n")
 
 
+def diverged_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """task, scheme, variant and seed of every run in ``frame`` whose training diverged (no accuracy)."""
+    return frame.filter(pl.col("accuracy").is_null()).select("task", "scheme", "variant", "seed").unique()
+
+
 def diverged_runs(frame: pl.DataFrame) -> list[str]:
     """task/scheme/variant seedN of every run in ``frame`` whose training diverged, sorted."""
-    failed = frame.filter(pl.col("accuracy").is_null()).select("task", "scheme", "variant", "seed").unique()
+    failed = diverged_cells(frame)
     return [f"{task}/{scheme}/{variant} seed{seed}" for task, scheme, variant, seed in sorted(failed.iter_rows())]
 
 

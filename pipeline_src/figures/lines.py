@@ -16,6 +16,7 @@ from ..schemes import SCHEMES
 from .common import mean_over_seeds
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
+STYLES = ("-", "--", ":", "-.")  # the other variants' styles (k_train variants), by their place in the spec
 MARKERS = "osD^v<>ph*"  # by the scheme's place in the registry
 THIN_SEEDS = 3  # up to this many seeds, each seed's curve is drawn too
 DODGE = 0.006  # horizontal offset between neighbouring runs, as a fraction of the axis (log or linear)
@@ -35,6 +36,17 @@ def runs_of(spec: dict) -> list[tuple[str, str]]:
     return [(variant, scheme) for variant, schemes in spec["runs"].items() for scheme in schemes]
 
 
+def variant_styles(spec: dict) -> dict[str, str]:
+    """One line style per variant of the figure's spec: scratchpad solid, direct dashed, any other
+    (k_train variants) by its place in the spec."""
+    return {variant: VARIANT_STYLE.get(variant, STYLES[i % len(STYLES)]) for i, variant in enumerate(spec["runs"])}
+
+
+def scheme_colours() -> dict[str, str]:
+    """Each registered scheme's colour (a scheme without one takes the next of matplotlib's cycle)."""
+    return {name: scheme.colour for name, scheme in SCHEMES.items() if scheme.colour}
+
+
 def label(variant: str, scheme: str, *, with_variant: bool) -> str:
     return f"{scheme} ({variant})" if with_variant else scheme
 
@@ -47,7 +59,7 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     also shows each seed's own curve, thin. ``styles``: variant -> line style (default
     :data:`VARIANT_STYLE`)."""
     styles = styles or VARIANT_STYLE
-    palette = colours or {name: scheme.colour for name, scheme in SCHEMES.items() if scheme.colour}
+    palette = colours or scheme_colours()
     cycle = plt.get_cmap("tab10")
     ax.axvspan(*spec["train_lengths"], color="0.9", zorder=0)
     if chance is not None:

@@ -22,7 +22,6 @@ from . import lines
 from .common import note_diverged, read_accuracy, save_figure
 
 RUN = ["variant", "scheme", "seed"]
-STYLES = ("-", "--", ":", "-.")
 
 
 def seed_band(frame: pl.DataFrame, value: str) -> pl.DataFrame:
@@ -54,9 +53,7 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
     heads = best_heads(tables["attention"], accuracy_schema.table_cell_columns(task.cell_columns))
     layers = sorted(set(heads["layer"])) or [0]
     runs, with_variant = lines.runs_of(spec), len(spec["runs"]) > 1
-    # one line style per variant: scratchpad solid, direct dashed, and so on for k_train variants
-    styles = {variant: lines.VARIANT_STYLE.get(variant, STYLES[i % len(STYLES)])
-              for i, variant in enumerate(spec["runs"])}
+    styles = lines.variant_styles(spec)
     draw = functools.partial(lines.draw, runs=runs, spec=spec, with_variant=with_variant, styles=styles)
     panels = len(layers) + 3
     fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6), layout="constrained")

@@ -58,10 +58,12 @@ def figure_target(figure):
     intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
     its outputs to rerun it would stay missing; as an input of a rule without outputs it is made
     again, and every job after it rerun."""
-    mechanism = []
+    mechanism, training = [], []
     if figure in FIGURES and jobs.FIGURES[figure] in MECHANISM_TASKS:
         mechanism = paths.figure_files(paths.mechanism_figure(jobs.FIGURES[figure]))
-    return [*paths.figure_files(figure), *mechanism, *made_from(figure)]
+    if figure in FIGURES:
+        training = paths.figure_files(paths.training_figure(figure))
+    return [*paths.figure_files(figure), *mechanism, *training, *made_from(figure)]
 
 
 def made_from(figure):
@@ -160,9 +162,39 @@ def mechanism_options(task):
     """The plot command's options that draw ``task``'s mechanism figure ("" for none)."""
     if task not in MECHANISM_TASKS:
         return ""
+    folders = [os.path.dirname(paths.mechanism_tables(**cell)["attention"]) for cell in CELLS[task]]
+    return companion_options("mechanism", paths.mechanism_figure(task), "--mechanism-dir", folders)
+
+
+# --- a task figure's training-curve figure, drawn by the same job (figures.smk) ---
+
+
+def training_logs(figure):
+    """The training log of every model of ``figure``."""
+    return [paths.train_outputs(**cell)["log_table"] for cell in CELLS[jobs.FIGURES[figure]]]
+
+
+def training_inputs(figure):
+    """The training logs of ``figure``'s models and the training figure's caption template."""
+    return {"training_logs": training_logs(figure), "training_caption": caption_template("training")}
+
+
+def training_outputs(figure):
+    """The files of ``figure``'s training-curve figure, as figure_outputs names them with ``training_``."""
+    return figure_outputs(paths.training_figure(figure), category=jobs.FIGURES[figure], prefix="training_")
+
+
+def training_options(figure):
+    """The plot command's options that draw ``figure``'s training-curve figure."""
+    return companion_options("training", paths.training_figure(figure), "--training-log", training_logs(figure))
+
+
+def companion_options(kind, name, source_option, sources):
+    """The plot command's options that draw the ``kind`` figure ``name`` beside a task's figure:
+    ``source_option`` with each of ``sources`` (what it is drawn from, one per model), its files and
+    its caption (template workflow/report/<kind>.rst)."""
+    png, pdf = paths.figure_files(name)
     # sorted: the order of the config's runs must not change the params (and rerun the figure)
-    folders = sorted(os.path.dirname(paths.mechanism_tables(**cell)["attention"]) for cell in CELLS[task])
-    png, pdf = paths.figure_files(paths.mechanism_figure(task))
-    return " ".join([*(f"--mechanism-dir {quote(folder)}" for folder in folders),
-                     f"--mechanism-out {png} --mechanism-out {pdf}",
-                     f"--mechanism-caption {caption_template('mechanism')} {paths.figure_caption(paths.mechanism_figure(task))}"])
+    return " ".join([*(f"{source_option} {quote(source)}" for source in sorted(sources)),
+                     f"--{kind}-out {png} --{kind}-out {pdf}",
+                     f"--{kind}-caption {caption_template(kind)} {paths.figure_caption(name)}"])

@@ -2,7 +2,8 @@
 # One rule per figure (plot_figure1, plot_figure2, ...), each over the accuracy tables of its task's
 # cells; the target `figure1` (Snakefile) asks for the figure and everything it was made from. The
 # job of a task whose dependency sets are declared also draws its mechanism figure
-# (mechanism_<task>) from each model's mechanism tables: one job, so no second start of Python.
+# (mechanism_<task>) from each model's mechanism tables, and every task's figure job its training-curve
+# figure (training_<figure>) from each model's training log: one job, so no second start of Python.
 
 
 for figure in FIGURES:
@@ -14,15 +15,18 @@ for figure in FIGURES:
             tables=[paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
             caption=caption_template(figure),
             **mechanism_inputs(jobs.FIGURES[figure]),
+            **training_inputs(figure),
         output:
             **figure_outputs(figure, category=jobs.FIGURES[figure]),
             **mechanism_outputs(jobs.FIGURES[figure]),
+            **training_outputs(figure),
         params:
             figure=figure,
             rule=f"plot_{figure}",
             spec=canonical_json(jobs.figure_spec(config, figure)),
             code=stage_digest("figures", jobs.FIGURES[figure]),
             mechanism=mechanism_options(jobs.FIGURES[figure]),
+            training=training_options(figure),
         localrule: True
         conda:
             "../envs/lengthgen.yaml"
@@ -35,4 +39,4 @@ for figure in FIGURES:
             # loop variable holds the last figure; params are bound per rule
             "lengthgen plot {params.figure} --rule {params.rule} --spec {params.spec:q}"
             " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
-            " {params.mechanism} {input.tables} 2> {log}"
+            " {params.mechanism} {params.training} {input.tables} 2> {log}"

@@ -1,0 +1,352 @@
+"""`lengthgen findings`: the paper's four findings judged from result tables, each criterion built to
+hold and to fail on small hand-made tables, the seeds' spread rule, missing results and the
+Markdown output."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import paths
+from pipeline_src.cli import main
+from pipeline_src.evaluation import findings as judged
+from pipeline_src.evaluation.accuracy_schema import AccuracySchema
+from pipeline_src.evaluation.stats import wilson_interval
+from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, InfluenceConfig, influence_schema
+from pipeline_src.storage import datasets
+from pipeline_src.tasks import get_task
+from tests.conftest import REPO, default_config
+
+F1_TASK, F2_TASK, F3_TASK = (jobs.FIGURES[f"figure{i}"] for i in (1, 2, 3))
+N = 1000  # samples per cell: accuracies are exact to 3 decimals
+
+
+@pytest.fixture(scope="module")
+def base_config() -> dict:
+    return default_config()
+
+
+@pytest.fixture
+def config(base_config) -> dict:
+    return copy.deepcopy(base_config)
+
+
+def write_run(results, config: dict, task: str, variant: str, scheme: str, seed: int, accuracy,
+              other_metric: float | None = None) -> None:
+    """One run's accuracy table over the config's evaluation grid: ``accuracy(k, length)`` of the
+    variant's headline metric (k None for a task without k_test); with ``other_metric``, also rows of
+    another metric at that accuracy everywhere (which the findings must not read)."""
+    section = config[task]
+    t = get_task(task)
+    ks = sorted(section["eval"]["k_test"]) if "k_test" in section["eval"] else [None]
+    metric = t.headline_metric(variant)
+    rows = [(k, length, metric, accuracy(k, length)) for k in ks for length in section["eval"]["lengths"]]
+    if other_metric is not None:
+        other = "answer" if metric != "answer" else "exact_match"
+        rows += [(k, length, other, other_metric) for k, length, _, _ in list(rows)]
+    k_train = t.layout.params(variant)["k_train"] if t.layout.by_k_train else None
+    hits = np.array([round(acc * N) for *_, acc in rows])
+    low, high = wilson_interval(hits, np.full(len(hits), N))
+    frame = pl.DataFrame({
+        "task": task, "variant": variant, "scheme": scheme,
+        "k_train": pl.Series([k_train] * len(rows), dtype=pl.Int32),
+        "seed": pl.Series([seed] * len(rows), dtype=pl.Int64),
+        "k": pl.Series([k for k, *_ in rows], dtype=pl.Int32),
+        "length": pl.Series([length for _, length, *_ in rows], dtype=pl.Int32),
+        "metric": [m for _, _, m, _ in rows], "n": pl.Series([N] * len(rows), dtype=pl.Int64),
+        "correct": pl.Series(hits, dtype=pl.Int64), "accuracy": hits / N, "ci_low": low, "ci_high": high})
+    path = paths.under(results, paths.accuracy(task=task, scheme=scheme, variant=variant, seed=seed))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.write(frame, path, AccuracySchema, {"format": "test"})
+
+
+def write_seeds(results, config, task, variant, scheme, accuracies, **kw) -> None:
+    """One table per seed of ``accuracies`` (a list of functions (k, length) -> accuracy)."""
+    for seed, accuracy in zip(config[task]["seeds"], accuracies):
+        write_run(results, config, task, variant, scheme, seed, accuracy, **kw)
+
+
+def flat(value: float):
+    return lambda k, length: value
+
+
+def row(config, results, name: str) -> judged.Finding:
+    return {finding.finding: finding for finding in judged.findings(config, results)}[name]
+
+
+# --- F1: sparse parity, RoPE + PoSE ---
+
+
+def f1_run(config, results, variant: str, at_longest: dict[int, float], jitter: float = 0.01,
+           wide: dict[int, float] | None = None) -> None:
+    """The run's accuracy at the longest length by k_test (0.5, chance, for k_test not listed), 1.0
+    at every shorter length; its two seeds ``jitter`` either side (``wide[k]`` at the k_test of
+    ``wide``)."""
+    longest = max(config[F1_TASK]["eval"]["lengths"])
+    wide = wide or {}
+
+    def seed(sign):
+        def accuracy(k, length):
+            if length != longest:
+                return 1.0
+            return min(1.0, max(0.0, at_longest.get(k, 0.5) + sign * wide.get(k, jitter)))
+        return accuracy
+    write_seeds(results, config, F1_TASK, variant, judged.F1_SCHEME, [seed(-1), seed(1)])
+
+
+def k_variants(config) -> list[tuple[str, int]]:
+    layout = get_task(F1_TASK).layout
+    return sorted(((v, layout.params(v)["k_train"]) for v in jobs.variants(config, F1_TASK)), key=lambda vk: vk[1])
+
+
+def falling(top: int, start: float = 0.95, step: float = 0.08) -> dict[int, float]:
+    """Accuracy falling with k_test, k_test = 1..top."""
+    return {k: start - step * (k - 1) for k in range(1, top + 1)}
+
+
+@pytest.mark.parametrize("a_holds, b_holds, expected", [(True, True, judged.REPRODUCED), (True, False, judged.PARTLY),
+                                                         (False, True, judged.PARTLY),
+                                                         (False, False, judged.NOT_REPRODUCED)])
+def test_f1_falls_with_k_test_and_larger_k_train_extends_it(tmp_path, config, a_holds, b_holds, expected):
+    (low_variant, low_k), (high_variant, high_k) = k_variants(config)[:2]
+    config[F1_TASK]["k_train"] = [low_k, high_k]
+    high = falling(high_k) if a_holds else {k: 0.6 + 0.08 * k for k in range(1, high_k + 1)}  # rises instead
+    low = falling(low_k) if a_holds else {k: 0.6 + 0.08 * k for k in range(1, low_k + 1)}
+    if not b_holds:  # the small K_train's model as good at the k_test only the larger one was trained on
+        low.update({k: high[k] for k in high if k > low_k})
+    f1_run(config, tmp_path, low_variant, low)
+    f1_run(config, tmp_path, high_variant, high)
+    found = row(config, tmp_path, "F1")
+    assert found.verdict == expected, found.numbers
+    assert str(max(config[F1_TASK]["eval"]["lengths"])) in found.criterion
+
+
+def test_f1_a_difference_within_the_seeds_spread_is_not_enough(tmp_path, config):
+    (low_variant, low_k), (high_variant, high_k) = k_variants(config)[:2]
+    config[F1_TASK]["k_train"] = [low_k, high_k]
+    judged_k = max(k for k in config[F1_TASK]["eval"]["k_test"] if low_k < k <= high_k)
+    high = falling(high_k, start=0.98, step=0.12)
+    low = {**falling(low_k, start=0.98, step=0.12), judged_k: high[judged_k] - 0.1}  # (b) turns on the spread
+    for folder, spread in ((tmp_path / "wide", 0.15), (tmp_path / "tight", 0.01)):  # high's seeds 0.30 or 0.02 apart
+        f1_run(config, folder, low_variant, low)
+        f1_run(config, folder, high_variant, high, wide={judged_k: spread})
+    assert row(config, tmp_path / "wide", "F1").verdict == judged.PARTLY  # (a) holds, (b) within the spread
+    assert row(config, tmp_path / "tight", "F1").verdict == judged.REPRODUCED
+
+
+# --- F2: parity with a scratchpad ---
+
+
+def f2_beyond(config) -> int:
+    """The first evaluated length at least 1.5x the training length (where F2 judges)."""
+    train_max = get_task(F2_TASK).train_lengths(config[F2_TASK]["data"])[1]
+    return min(length for length in config[F2_TASK]["eval"]["lengths"] if length >= 1.5 * train_max)
+
+
+def beyond_training(config, task, inside: float, beyond: float):
+    """1.0 within the training lengths, ``inside`` up to 1.5x, ``beyond`` from there."""
+    train_max = get_task(task).train_lengths(config[task]["data"])[1]
+    return lambda k, length: 1.0 if length <= train_max else (inside if length < 1.5 * train_max else beyond)
+
+
+def coupled_and_others(config) -> tuple[list[str], list[str]]:
+    from pipeline_src.schemes import get_scheme
+
+    schemes = config[F2_TASK]["runs"]["scratchpad"]
+    return [s for s in schemes if get_scheme(s).coupled], [s for s in schemes if not get_scheme(s).coupled]
+
+
+@pytest.mark.parametrize("holding, expected", [("all", judged.REPRODUCED), ("one", judged.PARTLY),
+                                               ("none", judged.NOT_REPRODUCED)])
+def test_f2_coupled_schemes_above_every_other_scheme(tmp_path, config, holding, expected):
+    coupled, others = coupled_and_others(config)
+    assert len(coupled) >= 2 and others
+    for i, scheme in enumerate(coupled):
+        good = holding == "all" or (holding == "one" and i == 0)
+        value = 0.8 if good else 0.1
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme,
+                    [beyond_training(config, F2_TASK, 0.9, value + offset) for offset in (-0.02, 0.02)])
+    for scheme in others:
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [beyond_training(config, F2_TASK, 0.3, 0.1)] * 2)
+    found = row(config, tmp_path, "F2")
+    assert found.verdict == expected, found.numbers
+    assert f"length {f2_beyond(config)}" in found.criterion
+
+
+def test_f2_a_difference_within_the_seeds_spread_is_not_enough(tmp_path, config):
+    coupled, others = coupled_and_others(config)
+    for scheme in coupled:  # mean 0.5, 0.2 above the others, but the seeds 0.8 apart
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [flat(0.9), flat(0.1)])
+    for scheme in others:
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [flat(0.3), flat(0.3)])
+    assert row(config, tmp_path, "F2").verdict == judged.NOT_REPRODUCED
+    for scheme in coupled:  # the same mean, the seeds together
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [flat(0.5), flat(0.5)])
+    assert row(config, tmp_path, "F2").verdict == judged.REPRODUCED
+
+
+@pytest.mark.parametrize("coupled_values, other_values, expected", [
+    ((0.1, 1.0), (0.1, 0.0), judged.NOT_REPRODUCED),  # answer accuracy alone would say reproduced
+    ((0.9, 0.9), (0.0, 0.9), judged.REPRODUCED),  # answer accuracy alone would say not
+])
+def test_f2_reads_the_headline_metric_only(tmp_path, config, coupled_values, other_values, expected):
+    """Exact match (the scratchpad's headline metric) decides; answer-token accuracy takes no part."""
+    coupled, others = coupled_and_others(config)
+    for schemes, (exact, answer) in ((coupled, coupled_values), (others, other_values)):
+        for scheme in schemes:
+            write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [flat(exact)] * 2, other_metric=answer)
+    assert row(config, tmp_path, "F2").verdict == expected
+
+
+def test_a_run_with_a_seed_missing_uses_the_seeds_present_and_says_so(tmp_path, config):
+    coupled, others = coupled_and_others(config)
+    seeds = config[F2_TASK]["seeds"]
+    assert len(seeds) >= 2
+    for scheme in coupled:
+        write_run(tmp_path, config, F2_TASK, "scratchpad", scheme, seeds[0], flat(0.9))  # the others missing
+    for scheme in others:
+        write_seeds(tmp_path, config, F2_TASK, "scratchpad", scheme, [flat(0.0)] * len(seeds))
+    found = row(config, tmp_path, "F2")
+    assert found.verdict == judged.REPRODUCED
+    assert f"1 of {len(seeds)} seeds" in found.numbers
+
+
+# --- F3: variable assignment ---
+
+
+def f3_runs(config) -> tuple[tuple[str, str], list[tuple[str, str]], list[tuple[str, str]]]:
+    """The PPC run with a scratchpad, the non-coupled runs (the paper's baselines) and the rest."""
+    from pipeline_src.schemes import get_scheme
+
+    runs = [(v, s) for v, schemes in config[F3_TASK]["runs"].items() for s in schemes]
+    ppc = next(run for run in runs if run[0] == "scratchpad" and get_scheme(run[1]).predicts_positions)
+    baselines = [run for run in runs if not get_scheme(run[1]).coupled]
+    return ppc, baselines, [run for run in runs if run != ppc and run not in baselines]
+
+
+@pytest.mark.parametrize("beaten, expected", [("all", judged.REPRODUCED), ("some", judged.PARTLY),
+                                              ("none", judged.NOT_REPRODUCED)])
+def test_f3_ppc_with_a_scratchpad_above_the_baselines(tmp_path, config, beaten, expected):
+    ppc, baselines, rest = f3_runs(config)
+    assert len(baselines) >= 2
+    write_seeds(tmp_path, config, F3_TASK, *ppc, [beyond_training(config, F3_TASK, 0.9, 0.7)] * 2)
+    for i, run in enumerate(baselines + rest):
+        loses = run in rest or beaten == "all" or (beaten == "some" and i == 0)
+        write_seeds(tmp_path, config, F3_TASK, *run,
+                    [beyond_training(config, F3_TASK, 0.5, 0.2 if loses else 0.9)] * 2)
+    found = row(config, tmp_path, "F3")
+    assert found.verdict == expected, found.numbers
+
+
+@pytest.mark.parametrize("best_in_training, expected", [(0.85, judged.NOT_AT_THIS_SCALE), (0.95, judged.REPRODUCED)])
+def test_f3_nothing_learned_is_not_at_this_scale(tmp_path, config, best_in_training, expected):
+    """Below 0.9 at the training length for every run: nothing was learned, whatever the ordering."""
+    ppc, baselines, rest = f3_runs(config)
+    train_max = get_task(F3_TASK).train_lengths(config[F3_TASK]["data"])[1]
+    write_seeds(tmp_path, config, F3_TASK, *ppc,
+                [lambda k, length: best_in_training if length <= train_max else 0.5] * 2)
+    for run in baselines + rest:
+        write_seeds(tmp_path, config, F3_TASK, *run, [lambda k, length: 0.3 if length <= train_max else 0.1] * 2)
+    assert row(config, tmp_path, "F3").verdict == expected
+
+
+# --- F4: natural language ---
+
+
+def influence_table(config, results, own: np.ndarray, other: np.ndarray) -> None:
+    """An influence table whose targets recover the fractions ``own`` (their own far tokens) and
+    ``other`` (another document's) of their gain at every k."""
+    section = config["language"]
+    cfg = InfluenceConfig(context=section["context"], local=section["local"], k_max=section["analysis"]["k_max"])
+    n = len(own)
+    long = np.full(n, 3.0)
+    short = long + KEY_TOKEN_GAIN / 2  # a gain of 1 nat: above the threshold, no key tokens
+
+    def losses(fraction):
+        return pl.Series([[s - f * (s - lo)] * cfg.k_max for s, lo, f in zip(short, long, fraction)],
+                         dtype=pl.List(pl.Float64))
+    frame = pl.DataFrame({
+        "doc": pl.Series(range(n), dtype=pl.Int64), "t": pl.Series([cfg.context] * n, dtype=pl.Int32),
+        "target": pl.Series([7] * n, dtype=pl.Int32), "long_loss": long, "short_loss": short,
+        "sparse_loss": losses(own), "chosen": pl.Series([list(range(cfg.k_max))] * n, dtype=pl.List(pl.Int32)),
+        "key_token": [False] * n, "random_loss": losses(np.zeros(n)), "other_loss": losses(other),
+        "other_doc": pl.Series([(i + 1) % n for i in range(n)], dtype=pl.Int64),
+        "other_t": pl.Series([cfg.context] * n, dtype=pl.Int32)})
+    path = paths.under(results, paths.INFLUENCE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.write(frame, path, influence_schema(cfg), {"format": "test"})
+
+
+@pytest.mark.parametrize("own, other, expected", [
+    ((0.75, 0.85), (0.15, 0.25), judged.REPRODUCED),  # apart, own above
+    ((0.15, 0.25), (0.75, 0.85), judged.NOT_REPRODUCED),  # apart, the other document above
+    ((0.0, 1.6), (0.0, 1.0), judged.NOT_AT_THIS_SCALE),  # medians 0.8 and 0.5, intervals overlapping
+])
+def test_f4_own_far_tokens_against_another_documents(tmp_path, config, own, other, expected):
+    rng = np.random.default_rng(0)
+    n = 12
+    influence_table(config, tmp_path, rng.uniform(*own, n), rng.uniform(*other, n))
+    found = row(config, tmp_path, "F4")
+    assert found.verdict == expected, found.numbers
+    assert f"{n} of {n} targets" in found.numbers
+
+
+# --- missing results and the output ---
+
+
+def test_no_tables_is_no_results_not_an_error(tmp_path, config):
+    assert [f.verdict for f in judged.findings(config, tmp_path)] == [judged.NO_RESULTS] * 4
+    config["tasks"] = [task for task in config["tasks"] if task != "language"]
+    assert "no natural-language analysis" in row(config, tmp_path, "F4").numbers
+
+
+def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
+    coupled, others = coupled_and_others(config)
+    for scheme in coupled:
+        write_seeds(tmp_path / "results", config, F2_TASK, "scratchpad", scheme, [flat(0.9)] * 2)
+    for scheme in others:
+        write_seeds(tmp_path / "results", config, F2_TASK, "scratchpad", scheme, [flat(0.0)] * 2)
+    extra = tmp_path / "only_parity.yaml"
+    extra.write_text(f"tasks: [{F2_TASK}]\n")
+    monkeypatch.chdir(REPO)  # config/config.yaml, merged under --configfile
+    out = tmp_path / "findings.md"
+    done = CliRunner().invoke(main, ["findings", str(tmp_path / "results"), "--configfile", str(extra),
+                                     "--markdown", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "F2: reproduced" in done.output and "F1: no results" in done.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == "| finding | claim | criterion | numbers | verdict |"
+    assert lines[1] == "|---|---|---|---|---|"
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F2", "| F3", "| F4"]
+    verdicts = [line.rstrip(" |").rsplit(" | ", 1)[1] for line in lines[2:]]
+    assert verdicts == [judged.NO_RESULTS, judged.REPRODUCED, judged.NO_RESULTS, judged.NO_RESULTS]
+    assert all(line.count(" | ") == 4 for line in lines[2:])  # no cell breaks the table
+
+
+def test_findings_read_tables_without_torch(tmp_path, base_config):
+    """The command reads tables only: judging every finding (F4's influence table included) never
+    imports torch."""
+    rng = np.random.default_rng(0)
+    influence_table(base_config, tmp_path, rng.uniform(0.7, 0.9, 8), rng.uniform(0.1, 0.3, 8))
+    write_seeds(tmp_path, base_config, F2_TASK, "scratchpad", coupled_and_others(base_config)[0][0], [flat(0.5)])
+    code = ("import sys\nfrom pipeline_src.cli import main\n"
+            f"main(args=['findings', {str(tmp_path)!r}], standalone_mode=False)\n"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "F4: reproduced" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_readme_marks_the_findings_table():
+    readme = (REPO / "README.md").read_text()
+    begin, end = readme.find("<!-- findings:begin -->"), readme.find("<!-- findings:end -->")
+    assert 0 <= begin < end and "lengthgen findings" in readme[:begin]
