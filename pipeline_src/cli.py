@@ -290,7 +290,9 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     from .figures.caption import write_caption
 
     if caption:
-        write_caption(caption[0], outputs[0], caption[1])
+        from .evaluation.findings import caption as finding
+
+        write_caption(caption[0], outputs[0], caption[1], finding=finding(figure, spec, list(inputs)))
     if mechanism_dirs:
         from .evaluation.mechanism_schema import table_paths
         from .figures.mechanism import plot as draw_mechanism
@@ -344,16 +346,32 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
 
 
 @main.command()
-@click.argument("results", default="results", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("results", required=False, type=click.Path(file_okay=False, path_type=Path))
 @CONFIGFILES
+@click.option("--from-summary", "from_summary", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge from this run summary (written by --export) instead of a results folder.")
+@click.option("--export", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the numbers judged to this file as a run summary (CSV), e.g. "
+                   "docs/findings/default_run.csv.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the findings to this file as a Markdown table.")
-def findings(results: Path, configfiles: tuple[Path, ...], markdown_file: Path | None) -> None:
+@click.option("--readme", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Also put that Markdown table between the findings markers of this file (README.md).")
+def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, export: Path | None,
+             markdown_file: Path | None, readme: Path | None) -> None:
     """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
-    config's runs: per finding its claim, the criterion, the numbers compared and the verdict."""
-    from .evaluation.findings import report
+    config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
+    and the verdict."""
+    from .bookkeeping.paths import RESULTS
+    from .evaluation.run_findings import report
 
-    click.echo(report(results, configfiles, markdown_file))
+    if results is not None and from_summary is not None:
+        raise click.UsageError("give RESULTS or --from-summary, not both")
+    results = results or Path(RESULTS)
+    if from_summary is None and not results.is_dir():
+        raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
+    click.echo(report(results, configfiles, from_summary=from_summary, export=export, markdown_file=markdown_file,
+                      readme=readme))
 
 
 @main.command()

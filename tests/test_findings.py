@@ -1,6 +1,7 @@
 """`lengthgen findings`: the paper's four findings judged from result tables, each criterion built to
 hold and to fail on small hand-made tables, the seeds' spread rule, missing results and the
-Markdown output."""
+Markdown output; each figure's caption stating its finding; the run summary (`--export`,
+`--from-summary`) judged as its tables are; the README's table as the committed summary's."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from pipeline_src.bookkeeping import config as jobs
 from pipeline_src.bookkeeping import paths
 from pipeline_src.cli import main
 from pipeline_src.evaluation import findings as judged
+from pipeline_src.evaluation import run_findings, run_summary
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.stats import wilson_interval
+from pipeline_src.language import config as lang
 from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, InfluenceConfig, influence_schema
 from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
@@ -77,8 +80,13 @@ def flat(value: float):
     return lambda k, length: value
 
 
+def judge_folder(config, results) -> list[judged.Finding]:
+    """The four findings of ``config``'s runs judged from the tables under ``results``."""
+    return run_findings.findings(config, run_findings.results_rows(config, results))
+
+
 def row(config, results, name: str) -> judged.Finding:
-    return {finding.finding: finding for finding in judged.findings(config, results)}[name]
+    return {finding.finding: finding for finding in judge_folder(config, results)}[name]
 
 
 # --- F1: sparse parity, RoPE + PoSE ---
@@ -302,7 +310,7 @@ def test_f4_own_far_tokens_against_another_documents(tmp_path, config, own, othe
 
 
 def test_no_tables_is_no_results_not_an_error(tmp_path, config):
-    assert [f.verdict for f in judged.findings(config, tmp_path)] == [judged.NO_RESULTS] * 4
+    assert [f.verdict for f in judge_folder(config, tmp_path)] == [judged.NO_RESULTS] * 4
     config["tasks"] = [task for task in config["tasks"] if task != "language"]
     assert "no natural-language analysis" in row(config, tmp_path, "F4").numbers
 
@@ -348,5 +356,123 @@ def test_findings_read_tables_without_torch(tmp_path, base_config):
 
 def test_readme_marks_the_findings_table():
     readme = (REPO / "README.md").read_text()
-    begin, end = readme.find("<!-- findings:begin -->"), readme.find("<!-- findings:end -->")
-    assert 0 <= begin < end and "lengthgen findings" in readme[:begin]
+    begin, _ = run_findings.readme_block(readme, REPO / "README.md")
+    assert "lengthgen findings" in readme[:begin]
+
+
+# --- each figure's caption states its finding ---
+
+
+def write_f2(results, config, coupled_value: float, other_value: float) -> None:
+    """F2's tables: every coupled scheme at ``coupled_value``, every other at ``other_value``."""
+    coupled, others = coupled_and_others(config)
+    for schemes, value in ((coupled, coupled_value), (others, other_value)):
+        for scheme in schemes:
+            write_seeds(results, config, F2_TASK, "scratchpad", scheme,
+                        [beyond_training(config, F2_TASK, 0.9, value + offset) for offset in (-0.02, 0.02)])
+
+
+@pytest.mark.parametrize("good, expected", [(True, judged.REPRODUCED), (False, judged.NOT_REPRODUCED)])
+def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path, config, good, expected):
+    from pipeline_src.figures.caption import render
+    from tests.test_caption import TASK, record
+
+    write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
+    spec = jobs.figure_spec(config, "figure2")
+    paragraph = judged.caption("figure2", spec, run_findings.figure_inputs(config, "figure2", tmp_path))
+    assert paragraph.startswith(f"**F2: {expected}** (the paper: ")
+    assert f"at length {f2_beyond(config)}" in paragraph  # the criterion, and the numbers it compared
+    assert f"ppc {0.8 if good else 0.1:.2f} (" in paragraph
+    text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), paragraph)
+    assert f"\n{paragraph}\n" in text and text.index(paragraph) < text.index("**This run**")
+
+
+@pytest.mark.parametrize("own, other, expected", [((0.75, 0.85), (0.15, 0.25), judged.REPRODUCED),
+                                                  ((0.15, 0.25), (0.75, 0.85), judged.NOT_REPRODUCED)])
+def test_figure4s_caption_states_f4_from_its_influence_table(tmp_path, config, own, other, expected):
+    rng = np.random.default_rng(0)
+    influence_table(config, tmp_path, rng.uniform(*own, 12), rng.uniform(*other, 12))
+    spec = lang.figure_spec(config, "figure4")
+    paragraph = judged.caption("figure4", spec, [paths.under(tmp_path, paths.INFLUENCE)])
+    assert paragraph.startswith(f"**F4: {expected}**") and "12 of 12 targets" in paragraph
+
+
+def test_a_figure_without_a_finding_has_no_finding_paragraph(tmp_path, config):
+    assert judged.caption("language_pose", lang.figure_spec(config, "language_pose"), []) == ""
+    shown = set(judged.FIGURES.values())
+    assert shown <= {*jobs.FIGURES, *lang.FIGURES}  # every finding's figure is one the pipeline draws
+
+
+# --- the run summary: exported from the tables, judged again ---
+
+
+def write_all_four(results, config) -> None:
+    """Tables for every finding, with seeds apart by uneven amounts (means are not round numbers)."""
+    rng = np.random.default_rng(1)
+    (low_variant, low_k), (high_variant, high_k) = k_variants(config)[:2]
+    f1_run(config, results, low_variant, falling(low_k), jitter=0.013)
+    f1_run(config, results, high_variant, falling(high_k), jitter=0.021)
+    write_f2(results, config, 0.77, 0.12)
+    ppc, baselines, rest = f3_runs(config)
+    for run, value in ((ppc, 0.6), *((run, 0.3) for run in baselines + rest)):
+        write_seeds(results, config, F3_TASK, *run,
+                    [beyond_training(config, F3_TASK, 0.7, value + rng.uniform(-0.05, 0.05)) for _ in range(2)])
+    influence_table(config, results, rng.uniform(0.5, 0.9, 12), rng.uniform(0.3, 0.7, 12))
+
+
+def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, monkeypatch):
+    """`lengthgen findings RESULTS --export F` then `--from-summary F`: the same printed findings and
+    the same Markdown, number for number."""
+    monkeypatch.chdir(REPO)  # config/config.yaml
+    write_all_four(tmp_path / "results", default_config())
+    summary = tmp_path / "run.csv"
+    from_tables = CliRunner().invoke(main, ["findings", str(tmp_path / "results"), "--export", str(summary),
+                                            "--markdown", str(tmp_path / "tables.md")])
+    assert from_tables.exit_code == 0, from_tables.output
+    assert pl.read_csv(summary).columns == list(run_summary.SCHEMA)
+    again = CliRunner().invoke(main, ["findings", "--from-summary", str(summary), "--markdown",
+                                      str(tmp_path / "summary.md")])
+    assert again.exit_code == 0, again.output
+    assert again.output == from_tables.output
+    assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
+    verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
+    assert len(verdicts) == 4 and judged.NO_RESULTS not in verdicts, again.output
+
+
+def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, config):
+    rng = np.random.default_rng(0)
+    influence_table(config, tmp_path, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
+    summary = tmp_path / "run.csv"
+    run_summary.write(run_findings.results_rows(config, tmp_path), summary)
+    config["language"]["figure"]["n_boot"] += 1
+    with pytest.raises(run_summary.SummaryError, match=r"run\.csv: .*n_boot=\d+, the config has language\.figure\.n_boot="):
+        run_findings.summary_rows(config, summary)
+    pl.read_csv(summary).drop("length").write_csv(summary)
+    with pytest.raises(run_summary.SummaryError, match=r"run\.csv: no column 'length'"):
+        run_summary.read(summary)
+
+
+def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\ntext\n{run_findings.README_BEGIN}\nold\n{run_findings.README_END}\nafter\n")
+    run_findings.put_in_readme(readme, "| new |")
+    assert readme.read_text() == (f"# Title\n\ntext\n{run_findings.README_BEGIN}\n| new |\n"
+                                  f"{run_findings.README_END}\nafter\n")
+
+
+DEFAULT_RUN = REPO / "docs" / "findings" / "default_run.csv"  # the committed summary of the default run
+REGENERATE = ("lengthgen findings RESULTS --export docs/findings/default_run.csv --readme README.md (from the "
+              "default run's results; or --from-summary docs/findings/default_run.csv --readme README.md)")
+
+
+@pytest.mark.skipif(not DEFAULT_RUN.is_file(), reason=f"no committed summary of the default run ({DEFAULT_RUN.name} "
+                    "under docs/findings/): the README's findings table is still hand-written")
+def test_readme_findings_table_is_the_committed_summarys(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)  # config/config.yaml: the default run's config
+    out = tmp_path / "findings.md"
+    done = CliRunner().invoke(main, ["findings", "--from-summary", str(DEFAULT_RUN), "--markdown", str(out)])
+    assert done.exit_code == 0, done.output
+    readme = (REPO / "README.md").read_text()
+    begin, end = run_findings.readme_block(readme, REPO / "README.md")
+    assert readme[begin:end].strip() == out.read_text().strip(), (
+        f"README.md's findings table is not what {DEFAULT_RUN.relative_to(REPO)} gives; regenerate both: {REGENERATE}")

@@ -232,6 +232,7 @@ def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_ca
     assert "figure3: made with this config" in page
     caption = (pipeline / "results" / "figures" / "figure2.caption.rst").read_text()
     assert "10 evaluation samples per cell" in " ".join(caption.split())
+    assert "\n**F2: " in caption and "judged from this figure's tables" in caption  # its finding, from its tables
     raw = (pipeline / "other.html").read_text()
     assert "11 evaluation samples" not in raw
 

@@ -40,11 +40,12 @@ STAGE_ENTRIES = {
     "data": ("tasks", "storage.datasets"),  # generate
     "train": ("training.train",),  # train
     "evaluate": ("evaluation.evaluate",),  # evaluate
-    "figures": ("figures.mechanism", "figures.training"),  # plot: a task's figure and its companions (entry_modules)
+    # plot: a task's figure and its companions (entry_modules), its caption's finding
+    "figures": ("figures.mechanism", "figures.training", "evaluation.findings"),
     "language_data": ("language.token_stream",),  # corpus
     "language_train": ("language.training",),  # lm-train
     "language_eval": ("language.analysis",),  # lm-eval, influence
-    "language_figures": ("figures.figure4", "figures.language_pose"),  # plot figure4 / language_pose
+    "language_figures": ("figures.figure4", "figures.language_pose", "evaluation.findings"),  # plot, as above
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
 PLUMBING = frozenset({"cli", "bookkeeping.provenance", "bookkeeping.status", "bookkeeping.verify",

@@ -147,11 +147,17 @@ def mechanism_tasks(config: dict) -> list[str]:
 
 
 def figure_spec(config: dict, figure: str) -> dict:
+    """A task figure's spec: what it draws, and the evaluated lengths (and k_test) its caption's
+    finding is judged at (:mod:`pipeline_src.evaluation.findings`)."""
     task = FIGURES[figure]
     section = config[task]
     train_lengths = list(get_task(task).train_lengths(section["data"]))
-    return {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
-            "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths}
+    spec = {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
+            "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths,
+            "lengths": sorted(section["eval"]["lengths"])}
+    if get_task(task).layout.by_k_train:
+        spec["k_test"] = sorted(section["eval"]["k_test"])
+    return spec
 
 
 def validate(config: dict) -> None:

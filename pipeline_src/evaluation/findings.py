@@ -1,15 +1,17 @@
-"""The paper's four findings, each judged from a run's result tables by a stated criterion
-(``lengthgen findings``; the README's section "The paper's findings").
+"""The paper's four findings, each judged by a stated criterion from the figure it is drawn in: the
+figure's spec (:data:`FIGURES` names each finding's figure) and the run-summary rows of the tables
+the figure is drawn from (:mod:`.run_summary`). Each figure's caption states its finding so
+(:func:`caption`); ``lengthgen findings`` judges all four (:mod:`.run_findings`; the README's section
+"The paper's findings").
 
-F1 to F3 read the accuracy tables of the tasks of the paper's Figures 1 to 3 (the tasks whose
-figures are ``figure1`` to ``figure3``), through :class:`.seed_summary.TaskResults`: each run's
-headline metric, its mean over seeds and the seeds' spread (max minus min). Run A is *above* run B
-at a cell when A's mean exceeds B's by more than the larger of the two spreads (one seed each:
-spread 0, any difference counts). Lengths come from the config: the training length is the longest
-of the task's training range, "1.5x" (or "2x") the shortest evaluated length at least 1.5 (2) times
-it. F4 reads the influential-token table of the natural-language analysis and compares the median
-fraction of the long-context gain recovered by the target's own far tokens with that recovered by
-another document's, chosen alike (:func:`.influence_table.recovered_gain`, as Figure 4 draws them).
+F1 to F3 read the accuracy rows of the tasks of the paper's Figures 1 to 3 through
+:class:`.seed_summary.TaskResults`: each run's headline metric, its mean over seeds and the seeds'
+spread (max minus min). Run A is *above* run B at a cell when A's mean exceeds B's by more than the
+larger of the two spreads (one seed each: spread 0, any difference counts). Lengths come from the
+figure spec: the training length is the longest of the task's training range, "1.5x" (or "2x") the
+shortest evaluated length at least 1.5 (2) times it. F4 compares the median fraction of the
+long-context gain recovered by the target's own far tokens with that recovered by another
+document's, chosen alike (:func:`.influence_table.recovered_gain`, as Figure 4 draws them).
 
 A finding's criterion has parts; each holds, fails or cannot be judged (its tables missing, or no
 evaluated length where it looks). Verdict: ``reproduced`` (every part holds), ``partly`` (some part
@@ -27,10 +29,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..bookkeeping import config as jobs
-from ..bookkeeping import paths
-from ..language import config as language_config
 from ..schemes import get_scheme
+from . import run_summary
 from .seed_summary import SeedStat, TaskResults
 
 REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
@@ -50,6 +50,13 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
     "F3": ("{task}: PPC with a scratchpad generalizes in length; a random absolute shift with a scratchpad and "
            "RoPE + PoSE with or without a scratchpad do not (the paper's panels a to d)"),
     "F4": "in real text, a few far tokens recover most of what the whole far context gives a prediction",
+}
+FIGURES = {"F1": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4"}  # the figure each is drawn in
+NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
+    "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
+    "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
+    "F3": "the config trains no {task} model",
+    "F4": "the config runs no natural-language analysis",
 }
 
 
@@ -86,21 +93,22 @@ def claim(name: str, task: str = "") -> str:
     return CLAIMS[name].format(task=task)
 
 
-def not_configured(name: str, why: str, task: str = "") -> Finding:
-    """The row of a finding the config runs nothing for."""
-    return Finding(name, claim(name, task), "-", why, NO_RESULTS)
+def not_configured(name: str, task: str = "") -> Finding:
+    """The row of a finding the config runs nothing for (``task``: the task of its figure)."""
+    return Finding(name, claim(name, task), "-", NOT_CONFIGURED[name].format(task=task), NO_RESULTS)
 
 
-def sparse_parity_finding(config: dict, results: Path) -> Finding:
+def sparse_parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F1: at the longest evaluated length, (a) every K_train's accuracy falls with k_test and (b) a
     larger K_train lifts the k_test only it was trained on."""
-    task = jobs.FIGURES["figure1"]
-    if task not in jobs.tasks(config) or F1_SCHEME not in config[task]["schemes"]:
-        return not_configured("F1", f"the config trains no {F1_SCHEME} model of {task}", task)
-    runs = TaskResults(config, task, results)
+    task = spec["task"]
+    if not any(F1_SCHEME in schemes for schemes in spec["runs"].values()):
+        return not_configured("F1", task)
+    runs = TaskResults(spec, rows)
     longest = runs.lengths[-1]
-    k_train = {variant: runs.task.layout.params(variant)["k_train"] for variant in jobs.variants(config, task)}
-    k_test = sorted(config[task]["eval"]["k_test"])
+    k_train = {variant: runs.task.layout.params(variant)["k_train"]
+               for variant, schemes in spec["runs"].items() if F1_SCHEME in schemes}
+    k_test = sorted(spec["k_test"])
     metric = runs.metric(next(iter(k_train)))
     criterion = (f"accuracy ({metric}) of {F1_SCHEME} at length {longest} (the longest evaluated). (a) For every "
                  "K_train, the smallest k_test is above the largest k_test <= K_train by more than the seeds' spread, "
@@ -165,14 +173,14 @@ def judged_lengths(runs: TaskResults) -> dict[str, int | None]:
     return {f"{BEYOND:g}x {runs.train_max}": runs.beyond(BEYOND), f"{ALSO_SHOWN:g}x": runs.beyond(ALSO_SHOWN)}
 
 
-def parity_finding(config: dict, results: Path) -> Finding:
+def parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F2: with a scratchpad, every coupled scheme (coupling, PPC) is above every other scheme at
     1.5x the training length."""
-    task = jobs.FIGURES["figure2"]
-    if task not in jobs.tasks(config) or SCRATCHPAD not in config[task]["runs"]:
-        return not_configured("F2", f"the config trains no {task} model with a scratchpad", task)
-    runs = TaskResults(config, task, results)
-    schemes = config[task]["runs"][SCRATCHPAD]
+    task = spec["task"]
+    if SCRATCHPAD not in spec["runs"]:
+        return not_configured("F2", task)
+    runs = TaskResults(spec, rows)
+    schemes = spec["runs"][SCRATCHPAD]
     coupled = [(SCRATCHPAD, s) for s in schemes if get_scheme(s).coupled]
     others = [(SCRATCHPAD, s) for s in schemes if not get_scheme(s).coupled]
     lengths = judged_lengths(runs)
@@ -193,14 +201,12 @@ def all_hold(comparisons: list[bool | None]) -> bool | None:
     return all(judged) if judged else None
 
 
-def assignment_finding(config: dict, results: Path) -> Finding:
+def assignment_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F3: PPC with a scratchpad is above every non-coupled run at 1.5x the training length (the
     paper's panels: a random absolute shift with a scratchpad, RoPE + PoSE with and without)."""
-    task = jobs.FIGURES["figure3"]
-    if task not in jobs.tasks(config):
-        return not_configured("F3", f"the config trains no {task} model", task)
-    runs = TaskResults(config, task, results)
-    configured = [(variant, scheme) for variant, schemes in jobs.variants(config, task).items() for scheme in schemes]
+    task = spec["task"]
+    runs = TaskResults(spec, rows)
+    configured = [(variant, scheme) for variant, schemes in spec["runs"].items() for scheme in schemes]
     predicting = [run for run in configured if run[0] == SCRATCHPAD and get_scheme(run[1]).predicts_positions]
     baselines = [run for run in configured if not get_scheme(run[1]).coupled]
     fit_length = runs.in_training()
@@ -227,29 +233,21 @@ def assignment_finding(config: dict, results: Path) -> Finding:
                    verdict(parts))
 
 
-def language_finding(config: dict, results: Path) -> Finding:
+def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F4: the fraction of the long-context gain recovered at k from the target's own far tokens,
     against the same from another document's far tokens chosen alike (the selection's null)."""
-    from ..language.influence_table import InfluenceConfig, influence_schema, recovered_gain
-    from ..storage import datasets
-
-    if not language_config.enabled(config):
-        return not_configured("F4", "the config runs no natural-language analysis")
-    spec = language_config.figure_spec(config, language_config.FIGURES[0])
     k = min(F4_K, spec["k_max"])
     criterion = (f"median fraction of the gain L_short - L_long recovered by k = {k} far tokens, over targets "
                  f"gaining more than {spec['gain_threshold']:g} nats, with its 95% bootstrap interval: the "
                  "target's own far tokens' lower bound above the upper bound of another document's far tokens, "
                  "chosen the same way: reproduced; the reverse: not reproduced; overlapping: not at this scale.")
-    path = paths.under(results, paths.INFLUENCE)
-    if not path.is_file():
-        return Finding("F4", claim("F4"), criterion, f"no {path}", NO_RESULTS)
-    frame = datasets.read(path, influence_schema(InfluenceConfig(context=spec["context"], local=spec["local"],
-                                                                 k_max=spec["k_max"])))
-    own, other = (recovered_gain(frame, gain_threshold=spec["gain_threshold"], n_boot=spec["n_boot"],
-                                 seed=spec["seed"], column=column).row(k - 1, named=True)
-                  for column in ("sparse_loss", "other_loss"))
-    targets = f"{own['n_targets']} of {frame.height} targets gain more than {spec['gain_threshold']:g} nats"
+    analysed = run_summary.targets(rows)
+    if analysed is None:
+        return Finding("F4", claim("F4"), criterion, "no influence table", NO_RESULTS)
+    own, other = (run_summary.gain(rows, variant, k) for variant in (run_summary.OWN, run_summary.OTHER))
+    if not own or not other:
+        return Finding("F4", claim("F4"), criterion, f"no numbers at k = {k}", NO_RESULTS)
+    targets = f"{own['n_targets']:.0f} of {analysed} targets gain more than {spec['gain_threshold']:g} nats"
     if own["n_targets"] == 0:
         return Finding("F4", claim("F4"), criterion, f"{targets}: nothing to recover", NOT_AT_THIS_SCALE)
     numbers = f"{targets}; at k = {k}: own far tokens {interval(own)}, another document's {interval(other)}"
@@ -264,12 +262,24 @@ def interval(row: dict) -> str:
     return f"{row['median']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
 
-FINDINGS = (sparse_parity_finding, parity_finding, assignment_finding, language_finding)
+JUDGES = {"F1": sparse_parity_finding, "F2": parity_finding, "F3": assignment_finding, "F4": language_finding}
 
 
-def findings(config: dict, results: str | Path = paths.RESULTS) -> list[Finding]:
-    """The four findings judged from the tables of ``config``'s runs under the folder ``results``."""
-    return [judge(config, Path(results)) for judge in FINDINGS]
+def judge(name: str, spec: dict | None, rows: pl.DataFrame, task: str = "") -> Finding:
+    """Finding ``name`` judged from its figure's spec ``spec`` (None: the config does not draw the
+    figure, whose task is ``task``) and run-summary ``rows``."""
+    return not_configured(name, task) if spec is None else JUDGES[name](spec, rows)
+
+
+def caption(figure: str, spec: dict, inputs: list[Path]) -> str:
+    """The paragraph of ``figure``'s caption stating its finding, judged from the figure's spec and
+    the tables it is drawn from (``inputs``); "" for a figure that shows no finding."""
+    name = next((name for name, drawn_in in FIGURES.items() if drawn_in == figure), None)
+    if name is None:
+        return ""
+    row = judge(name, spec, run_summary.figure_rows(spec, inputs))
+    return (f"**{row.finding}: {row.verdict}** (the paper: {row.claim}), judged from this figure's tables. "
+            f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}.")
 
 
 def as_markdown(rows: list[Finding]) -> str:
@@ -290,16 +300,3 @@ def as_text(rows: list[Finding], width: int = 100) -> str:
             lines += textwrap.wrap(getattr(row, label), width, initial_indent=f"  {label:<10} ",
                                    subsequent_indent=" " * 13)
     return "\n".join(lines)
-
-
-def report(results: Path, configfiles: tuple[Path, ...], markdown_file: Path | None) -> str:
-    """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
-    ``configfiles`` merged over it) judged from ``results``, as text; also written to
-    ``markdown_file`` as a Markdown table if given."""
-    from ..bookkeeping.status import load_config
-    from ..storage.atomic import write_text
-
-    rows = findings(load_config(configfiles), results)
-    if markdown_file is not None:
-        write_text(markdown_file, as_markdown(rows) + "\n")
-    return as_text(rows)

@@ -1,23 +1,22 @@
-"""A synthetic task's results under a results folder, cell by cell, as the findings read them: per
-training run (variant, scheme) and cell (k_test where the task has one, length), the mean over
-seeds of the run's headline metric (:meth:`pipeline_src.tasks.task.Task.headline_metric`), the
-seeds' extremes and how many seeds have an accuracy (a diverged seed has none and takes no part).
+"""A synthetic task's numbers cell by cell, as the findings read them: per training run (variant,
+scheme) and cell (k_test where the task has one, length), the mean over seeds of the run's headline
+metric (:meth:`pipeline_src.tasks.task.Task.headline_metric`), the seeds' extremes and how many
+seeds have an accuracy (a diverged seed has none and takes no part).
 
-The runs and seeds are those of the config (:func:`pipeline_src.bookkeeping.config.cells`); tables of
-runs the config does not train are not read, and a run with seeds missing uses those present. The
-lengths that matter are the config's: the training length is the longest of the task's training
-range, and "beyond it by a factor" is the shortest evaluated length at least that factor times it.
+They are read from a run summary's rows (:mod:`.run_summary`: one per run, seed and cell, made from
+the accuracy tables or read from a committed summary) and restricted to the runs and seeds of the
+task's figure spec (:func:`pipeline_src.bookkeeping.config.figure_spec`): rows of other runs are not
+read, and a run with seeds missing uses those present. The lengths that matter are the spec's: the
+training length is the longest of the task's training range, and "beyond it by a factor" is the
+shortest evaluated length at least that factor times it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import polars as pl
 
-from ..bookkeeping import config as jobs
-from ..bookkeeping import paths
 from ..tasks import get_task
 
 
@@ -51,27 +50,29 @@ class SeedStat:
         return f"{self.mean:.2f}" + (f" ({', '.join(notes)})" if notes else "")
 
 
+def configured(spec: dict, rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``rows`` (run-summary columns) that the task figure ``spec`` judges: its task, runs
+    and seeds, each run's headline metric."""
+    task = get_task(spec["task"])
+    runs = pl.DataFrame([(variant, scheme, task.headline_metric(variant)) for variant, schemes in spec["runs"].items()
+                         for scheme in schemes], schema={"variant": pl.String, "scheme": pl.String, "metric": pl.String},
+                        orient="row")
+    mine = rows.filter((pl.col("task") == spec["task"]) & pl.col("seed").is_in(spec["seeds"]))
+    return mine.join(runs, on=["variant", "scheme", "metric"], how="semi")
+
+
 class TaskResults:
-    """The accuracy tables of ``task``'s runs in ``config`` found under the results folder
-    ``results`` (none found: :attr:`found` is False and every cell is None)."""
+    """The numbers of the task figure ``spec``'s runs among ``rows`` (run-summary columns; none
+    there: every cell is None)."""
 
-    def __init__(self, config: dict, task: str, results: Path) -> None:
-        self.task = get_task(task)
-        self.section = config[task]
-        self.lengths = sorted(self.section["eval"]["lengths"])
-        self.train_max = self.task.train_lengths(self.section["data"])[1]
-        files = [path for cell in jobs.cells(config, task)
-                 if (path := paths.under(results, paths.accuracy(**cell))).is_file()]
-        self.found = bool(files)
-        self._summary = self._read(files) if files else None
-
-    def _read(self, files: list[Path]) -> pl.DataFrame:
-        from ..figures.common import mean_over_seeds, read_accuracy
-
-        frame = read_accuracy(files)
-        metric = {variant: self.metric(variant) for variant in frame["variant"].unique()}
-        frame = frame.filter(pl.col("metric") == pl.col("variant").replace_strict(metric))
-        return mean_over_seeds(frame, ["variant", "scheme", "k", "length"])
+    def __init__(self, spec: dict, rows: pl.DataFrame) -> None:
+        self.task = get_task(spec["task"])
+        self.lengths = sorted(spec["lengths"])
+        self.train_max = spec["train_lengths"][1]
+        self.seeds = len(spec["seeds"])
+        self._summary = (configured(spec, rows).group_by("variant", "scheme", "k", "length")
+                         .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
+                              seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
 
     def metric(self, variant: str) -> str:
         """The metric ``variant``'s runs are judged by."""
@@ -80,7 +81,7 @@ class TaskResults:
     def at(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> SeedStat | None:
         """The run's accuracy at the cell (``k`` None: a task without k_test), or None where no seed
         has one."""
-        if self._summary is None or length is None:
+        if length is None:
             return None
         k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
         rows = self._summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
@@ -88,7 +89,7 @@ class TaskResults:
         if rows.is_empty() or rows["mean"][0] is None:
             return None
         row = rows.row(0, named=True)
-        return SeedStat(row["mean"], row["seed_min"], row["seed_max"], row["seeds"], len(self.section["seeds"]))
+        return SeedStat(row["mean"], row["seed_min"], row["seed_max"], row["seeds"], self.seeds)
 
     def beyond(self, factor: float) -> int | None:
         """The shortest evaluated length at least ``factor`` times the training length (None: none)."""

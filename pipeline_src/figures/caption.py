@@ -3,7 +3,9 @@ whoever makes the report.
 
 The figure job renders its description (a Jinja template, ``workflow/report/<figure>.rst``) and a
 "This run" block into ``<figure>.caption.rst`` beside the figure; ``snakemake --report`` bundles that
-file as the figure's caption. Both read only the figure's record: its spec (``spec``) and what its
+file as the figure's caption. A figure that shows one of the paper's findings also states its verdict,
+criterion and numbers, judged from the figure's own spec and tables
+(:func:`pipeline_src.evaluation.findings.caption`), after the description. Both read only the figure's record: its spec (``spec``) and what its
 inputs were made from (``made_with``, :func:`pipeline_src.bookkeeping.provenance.upstream_values`):
 seeds, sizes, steps, samples and code versions. A template names an upstream value as
 ``value("train", "model.d_model")`` (the rule, then the config field); a field whose value differs
@@ -81,8 +83,9 @@ def _dirty(flag: bool | None) -> str:
     return {True: " with uncommitted changes", False: "", None: " (dirty flag unknown)"}[flag]
 
 
-def render(template: str, record: dict) -> str:
+def render(template: str, record: dict, finding: str = "") -> str:
     """The caption of the figure whose record is ``record``: ``template`` (its description), the
+    paper's finding it shows as judged from its tables (``finding``, a paragraph; "" for none), the
     "This run" block of its kind, and the code that made it."""
     import jinja2
 
@@ -99,14 +102,16 @@ def render(template: str, record: dict) -> str:
         context["tokenizer"] = (f"of {values.value('language_corpus', 'tokenizer.vocab_size')} tokens"
                                 if "tokenizer.vocab_size" in corpus else values.value("language_corpus", "tokenizer.path"))
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    parts = [template.rstrip("\n") + "\n", run, CODE]
-    return "\n".join(env.from_string(part).render(context) for part in parts)
+    parts = [env.from_string(part).render(context) for part in (template.rstrip("\n") + "\n", run, CODE)]
+    if finding:  # text, not a template
+        parts.insert(1, finding + "\n")
+    return "\n".join(parts)
 
 
-def write_caption(template: Path, figure: Path, out: Path) -> None:
+def write_caption(template: Path, figure: Path, out: Path, finding: str = "") -> None:
     """Render the caption of ``figure`` (from its provenance record) with the description
-    ``template`` into ``out``."""
-    text = render(Path(template).read_text(), read_record(figure))
+    ``template`` and the paragraph ``finding`` into ``out``."""
+    text = render(Path(template).read_text(), read_record(figure), finding)
     if "{{" in text or "{%" in text:  # Snakemake renders the caption as a template once more
         raise ValueError(f"{out}: the rendered caption still holds template syntax ('{{{{' or '{{%')")
     write_text(Path(out), text)
