@@ -83,7 +83,7 @@ def test_target_length_covers_the_evaluation_ids_of_each_scheme():
     ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "variable_assignment.runs names variant 'scratch'"),
     ({"parity_scratchpad": {"runs": {"hints": ["rope"]}}}, "parity_scratchpad.runs names variant 'hints'"),
     ({"variable_assignment": {"data": {"n_vars": 20}}}, "variable_assignment.data.n_vars=20"),
-    ({"variable_assignment": {"data": {"name_tokens": 4}}}, "variable_assignment.data.n_vars=64 is not a power A^4"),
+    ({"variable_assignment": {"data": {"n_vars": 64, "name_tokens": 4}}}, "variable_assignment.data.n_vars=64 is not a power A^4"),
     ({"variable_assignment": {"data": {"name_tokens": 0}}}, "variable_assignment.data.name_tokens"),
     ({"parity_scratchpad": {"data": {"n_min": 30}}}, "parity_scratchpad.data.n_min=30 exceeds n_max=20"),
     ({"parity_scratchpad": {"model": {"max_positions": 50}}}, "parity_scratchpad.model.max_positions=50"),
