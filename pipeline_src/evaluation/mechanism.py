@@ -121,9 +121,10 @@ def _forward(model, tokens: torch.Tensor, positions: torch.Tensor, device: torch
     """One teacher-forced forward of right-padded rows: the greedy token (and, with a position head,
     position ID) predicted at every position, and with ``attention_of`` (rows, queries) each layer's
     attention probabilities of those queries [Q, H, T], all on the CPU."""
-    kwargs = {} if attention_of is None else {"attention_of": tuple(index.to(device) for index in attention_of)}
+    if attention_of is not None:
+        attention_of = tuple(index.to(device) for index in attention_of)
     with torch.inference_mode(), inference_autocast(device, precision):
-        out = model(tokens.to(device), positions.to(device), **kwargs)
+        out = model(tokens.to(device), positions.to(device), attention_of=attention_of)
     found = {"tokens": out.token_logits.argmax(-1).cpu()}
     if out.position_logits is not None:
         found["positions"] = out.position_logits.argmax(-1).cpu()

@@ -3,13 +3,14 @@ whoever makes the report.
 
 The figure job renders its description (a Jinja template, ``workflow/report/<figure>.rst``) and a
 "This run" block into ``<figure>.caption.rst`` beside the figure; ``snakemake --report`` bundles that
-file as the figure's caption. A figure that shows one of the paper's findings also states its verdict,
-criterion and numbers, judged from the figure's own spec and tables
-(:func:`pipeline_src.evaluation.findings.caption`), after the description. Both read only the figure's record: its spec (``spec``) and what its
-inputs were made from (``made_with``, :func:`pipeline_src.bookkeeping.provenance.upstream_values`):
-seeds, sizes, steps, samples and code versions. A template names an upstream value as
-``value("train", "model.d_model")`` (the rule, then the config field); a field whose value differs
-between the figure's runs lists every value and says so.
+file as the figure's caption. The description and the "This run" block read only the figure's
+record: its spec (``spec``) and what its inputs were made from (``made_with``,
+:func:`pipeline_src.bookkeeping.provenance.upstream_values`): seeds, sizes, steps, samples and code
+versions. A template names an upstream value as ``value("train", "model.d_model")`` (the rule, then
+the config field); a field whose value differs between the figure's runs lists every value and says
+so. A figure that shows one of the paper's findings also states its verdict, criterion and numbers
+after the description, judged from the figure's own spec and tables
+(:func:`pipeline_src.evaluation.findings.caption`).
 """
 
 from __future__ import annotations
