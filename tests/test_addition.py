@@ -73,3 +73,36 @@ def test_lengths_below_one_are_errors():
         addition.sample(__import__("numpy").random.default_rng(0), [0, 2])
     with pytest.raises(ValueError, match="addition eval lengths must be >= 1"):
         TASK.generate_eval({"lengths": [0], "n_per_cell": 2}, 0)
+
+
+PADDED = {"n_min": 1, "n_max": 25, "n_samples": 400, "pad_operands": True}
+
+
+def test_padded_operands_give_the_same_sums_with_one_more_leading_zero(frame):
+    padded = TASK.generate_train(PADDED, seed=3)
+    TASK.schema.validate(padded)
+    assert padded["response"].to_list() == frame["response"].to_list()
+    assert padded["response_pos"].to_list() == frame["response_pos"].to_list()
+    for plain, row in zip(frame.iter_rows(named=True), padded.iter_rows(named=True)):
+        a, b, _, _, _ = decoded(plain)
+        tokens = TASK.vocab.decode(row["prompt"])
+        n = row["length"]
+        assert len(tokens) == 2 * n + 5 and len(tokens) + len(row["response"]) == TASK.sequence_tokens(n, PADDED)
+        left, right = "".join(tokens[1:-1]).split("+")
+        assert left == "0" + str(a).zfill(n) and right == "0" + str(b).zfill(n)
+
+
+def test_padded_operands_give_every_response_token_a_partner_of_its_own_id():
+    """c_i -> r+i shared with a_i and b_i (the carry out with the two leading zeros); <eos> with +."""
+    padded = TASK.generate_eval({"lengths": [1, 7, 30], "n_per_cell": 5, "pad_operands": True}, seed=0)
+    for row in padded.iter_rows(named=True):
+        tokens = TASK.vocab.decode(row["prompt"])
+        partners = {}
+        for token, position in zip(tokens, row["prompt_pos"]):
+            partners.setdefault(position, []).append(token)
+        n, r = row["length"], addition.OFFSET
+        for i, position in enumerate(row["response_pos"][:-1], start=1):
+            assert position == r + i and sorted(partners[position]) == sorted(
+                [tokens[n + 2 - i], tokens[2 * n + 4 - i]]) and all(t.isdigit() for t in partners[position])
+        assert partners[row["response_pos"][-1]] == ["+"] and partners[r] == ["="]
+        assert tokens[1] == tokens[n + 3] == "0" and max(row["response_pos"]) == TASK.max_position_id(n)

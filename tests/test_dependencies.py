@@ -228,10 +228,10 @@ def test_parity_scratchpad_probes(scratchpad):
 # --- addition -------------------------------------------------------------------------------------
 
 @functools.cache
-def sums() -> dict:
+def sums(pad_operands: bool = False) -> dict:
     rng = np.random.default_rng(5)
     n = rng.integers(1, 9, size=1200)
-    return {**addition.sample(rng, n), "n": n}
+    return {**addition.sample(rng, n, pad_operands), "n": n}
 
 
 def addition_right(prompt, response, token) -> str:
@@ -252,13 +252,16 @@ def addition_right(prompt, response, token) -> str:
     return str((digit(a, token) + digit(b, token) + carry) % 10)
 
 
-def test_addition_sets_follow_the_coupled_ids():
-    drawn = sums()
+@pytest.mark.parametrize("pad_operands", [False, True])
+def test_addition_sets_follow_the_coupled_ids(pad_operands):
+    drawn = sums(pad_operands)
 
     def expected(row, prompt, response):
         n = drawn["n"][row]
-        ids, digits = drawn["prompt_pos"][row, :2 * n + 3], np.isin(prompt, addition.DIGIT0 + np.arange(10))
-        # c_i (ID r+i) depends on the digits with IDs r+i and r+i-1, and on c_{i-1}
+        ids, digits = drawn["prompt_pos"][row, :len(prompt)], np.isin(prompt, addition.DIGIT0 + np.arange(10))
+        # c_i (ID r+i) depends on the digits with IDs r+i and r+i-1 (not the constant leading zeros
+        # of pad_operands, at ID r+n+1), and on c_{i-1}
+        digits &= ids <= addition.OFFSET + n
         return [np.flatnonzero(digits & np.isin(ids, [i_id, i_id - 1])).tolist() + ([len(prompt) + j - 1] if j else [])
                 for j, i_id in enumerate(drawn["response_pos"][row, :n + 1])] + [[]]
 
@@ -266,10 +269,11 @@ def test_addition_sets_follow_the_coupled_ids():
     assert_functional(addition.DEPENDENCIES, drawn)
 
 
-def test_addition_probes():
-    rows = samples(sums())
+@pytest.mark.parametrize("pad_operands", [False, True])
+def test_addition_probes(pad_operands):
+    rows = samples(sums(pad_operands))
     assert_probes(addition.DEPENDENCIES, rows, addition_right, DIGITS, addition.VOCAB,
-                  lambda p, r, t: (len(p) - 3) // 2 > len({t + 1, t} & set(range(1, (len(p) - 3) // 2 + 1))),
+                  lambda p, r, t: len(r) - 2 > len({t + 1, t} & set(range(1, len(r) - 1))),
                   lambda p, r: range(len(r) - 2))
     # a_i and b_i are both chosen
     sides = {addition.probe(p, r, np.random.default_rng(row)).relevant.index > (len(p) - 1) // 2 for row, p, r in rows}
