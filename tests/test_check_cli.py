@@ -39,7 +39,31 @@ def test_check_names_an_unknown_key_and_its_section_in_one_line(tmp_path, monkey
     bad.write_text("sparse_parity:\n  trian: {steps: 3}\n")
     done = run("check", "--configfile", str(bad))
     assert done.exit_code == 1 and "config field sparse_parity: unknown key ('trian' was unexpected)" in done.output
-    assert len(done.output.strip().splitlines()) == 1
+    assert "(did you mean 'train'?)" in done.output and len(done.output.strip().splitlines()) == 1
+
+
+def test_an_unknown_key_far_from_every_known_one_gets_no_guess(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sparse_parity:\n  zzz: 3\n")
+    done = run("check", "--configfile", str(bad))
+    assert done.exit_code == 1 and "unknown key ('zzz' was unexpected)" in done.output
+    assert "did you mean" not in done.output
+
+
+def test_a_number_yaml_reads_as_a_string_gets_its_float_spelling(tmp_path, monkeypatch):
+    """PyYAML (YAML 1.1, as Snakemake reads config files) takes 1e-3 for a string: the error says how
+    to write the float, and the spelling it gives does load as that number."""
+    import yaml
+
+    monkeypatch.chdir(REPO)
+    for written, spelled in (("1e-3", "1.0e-3"), ("5e3", "5.0e+3")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(f"addition:\n  train: {{lr: {written}}}\n")
+        done = run("check", "--configfile", str(bad))
+        assert done.exit_code == 1 and "config field addition.train.lr" in done.output
+        assert f"write {spelled}" in done.output and len(done.output.strip().splitlines()) == 1
+        assert yaml.safe_load(spelled) == float(written)
 
 
 def test_spec_prints_the_job_spec_to_pass_back(tmp_path):

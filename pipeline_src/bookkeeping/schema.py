@@ -104,11 +104,51 @@ def validate(config: dict, sections: bool = True) -> None:
 
 
 def _short(error) -> str:
-    """The validator's message without a dump of a large offending value."""
+    """The validator's message without a dump of a large offending value, with a hint where the
+    mistake is a common one: a misspelt key, or a number YAML read as a string."""
     if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties are not allowed", "unknown key")
+        return error.message.replace("Additional properties are not allowed", "unknown key") + _did_you_mean(error)
     message = error.message
+    if error.validator == "type" and isinstance(error.instance, str) and "number" in _types(error.validator_value):
+        if _is_number(error.instance):
+            return (f"{message}: YAML reads {error.instance} as a string (its floats need a dot and a signed "
+                    f"exponent); write {_yaml_number(error.instance)}")
     return message if len(message) <= 200 else f"{message[:200]}... (fails {error.validator!r})"
+
+
+def _did_you_mean(error) -> str:
+    """`` (did you mean 'train'?)`` when an unknown key is close to a known one, else nothing."""
+    import difflib
+
+    known = list(error.schema.get("properties", {}))
+    unknown = [key for key in error.instance if key not in known] if isinstance(error.instance, dict) else []
+    close = [(key, match[0]) for key in unknown if (match := difflib.get_close_matches(str(key), known, n=1))]
+    if len(unknown) == 1 and close:
+        return f" (did you mean {close[0][1]!r}?)"
+    return f" (did you mean {', '.join(f'{right!r} for {wrong!r}' for wrong, right in close)}?)" if close else ""
+
+
+def _types(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _yaml_number(text: str) -> str:
+    """``1e-3`` -> ``1.0e-3``, ``2e4`` -> ``2.0e+4``: the spelling YAML 1.1 (PyYAML, as Snakemake
+    reads config files) takes for a float."""
+    mantissa, _, exponent = text.lower().partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    if exponent and exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return f"{mantissa}e{exponent}" if exponent else mantissa
 
 
 @functools.cache
