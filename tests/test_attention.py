@@ -285,13 +285,21 @@ def test_config_field_round_trip_and_old_model_json():
 
 
 def test_absent_in_the_config_means_none_and_no_default_is_filled_in():
+    """A task that does not write the field gets none, and no default is written into its specs; a
+    task that writes it (addition) gets what it wrote."""
     config = default_config()
+    written = {task: section.get("model", {}).get("attention_scale")
+               for task, section in yaml.safe_load((REPO / "config" / "config.yaml").read_text()).items()
+               if isinstance(section, dict)}
+    assert written["addition"] == "log_length"
     for task in jobs.tasks(config):
-        assert "attention_scale" not in config[task]["model"]
         for cell in jobs.cells(config, task)[:1]:
             spec = jobs.train_spec(config, task, cell["variant"], cell["scheme"], cell["seed"])
-            assert "attention_scale" not in spec["model"]
-            assert model_config(spec, VOCAB).attention_scale == "none"
+            if written.get(task) is None:
+                assert "attention_scale" not in config[task]["model"] and "attention_scale" not in spec["model"]
+                assert model_config(spec, VOCAB).attention_scale == "none"
+            else:
+                assert model_config(spec, VOCAB).attention_scale == written[task]
     if language_config.enabled(config):
         for spec in language_config.job_specs(config)["language_train"]:
             assert "attention_scale" not in spec["model"]

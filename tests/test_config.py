@@ -173,7 +173,7 @@ def test_where_a_value_is_written_changes_no_job_spec():
     reference = all_specs(validated(copy.deepcopy(raw)))
     spelled = copy.deepcopy(raw)
     spelled["parity_scratchpad"]["train"]["lr"] = raw["defaults"]["train"]["lr"]
-    spelled["addition"]["model"] = dict(reversed(list(raw["defaults"]["model"].items())), d_model=128, d_mlp=512)
+    spelled["addition"]["model"] = {**dict(reversed(list(raw["defaults"]["model"].items()))), **raw["addition"]["model"]}
     moved = copy.deepcopy(raw)
     moved["defaults"]["train"]["steps"] = raw["parity_scratchpad"]["train"]["steps"]
     del moved["parity_scratchpad"]["train"]
