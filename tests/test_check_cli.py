@@ -33,20 +33,23 @@ def test_check_names_the_file_line_and_column_of_invalid_yaml(tmp_path, monkeypa
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
 
 
+def check_override(tmp_path, text: str):
+    """`lengthgen check` of the default config with an override file holding ``text``."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    return run("check", "--configfile", str(bad))
+
+
 def test_check_names_an_unknown_key_and_its_section_in_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("sparse_parity:\n  trian: {steps: 3}\n")
-    done = run("check", "--configfile", str(bad))
+    done = check_override(tmp_path, "sparse_parity:\n  trian: {steps: 3}\n")
     assert done.exit_code == 1 and "config field sparse_parity: unknown key ('trian' was unexpected)" in done.output
     assert "(did you mean 'train'?)" in done.output and len(done.output.strip().splitlines()) == 1
 
 
 def test_an_unknown_key_far_from_every_known_one_gets_no_guess(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("sparse_parity:\n  zzz: 3\n")
-    done = run("check", "--configfile", str(bad))
+    done = check_override(tmp_path, "sparse_parity:\n  zzz: 3\n")
     assert done.exit_code == 1 and "unknown key ('zzz' was unexpected)" in done.output
     assert "did you mean" not in done.output
 
@@ -58,9 +61,7 @@ def test_a_number_yaml_reads_as_a_string_gets_its_float_spelling(tmp_path, monke
 
     monkeypatch.chdir(REPO)
     for written, spelled in (("1e-3", "1.0e-3"), ("5e3", "5.0e+3")):
-        bad = tmp_path / "bad.yaml"
-        bad.write_text(f"addition:\n  train: {{lr: {written}}}\n")
-        done = run("check", "--configfile", str(bad))
+        done = check_override(tmp_path, f"addition:\n  train: {{lr: {written}}}\n")
         assert done.exit_code == 1 and "config field addition.train.lr" in done.output
         assert f"write {spelled}" in done.output and len(done.output.strip().splitlines()) == 1
         assert yaml.safe_load(spelled) == float(written)
