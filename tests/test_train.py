@@ -326,3 +326,21 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data
     straight, resumed = weights(tmp_path / "straight"), weights(out)
     for name in straight:
         assert torch.equal(straight[name], resumed[name]), name
+
+
+def test_scored_targets_are_the_masked_ones_and_full_windows_select_without_a_copy():
+    from pipeline_src.language.lm import WindowSource
+    from pipeline_src.training.batches import TrainingBatch
+
+    generator = torch.Generator().manual_seed(0)
+    window = WindowSource(torch.arange(100), context=8, batch_size=3).next_batch(generator)
+    assert window.every_target and bool(window.loss_mask.all())
+    logits = torch.randn(3, 8, 5)
+    assert torch.equal(window.scored(logits), logits[window.loss_mask])
+    assert window.scored(logits).data_ptr() == logits.data_ptr()  # a view: nothing copied
+    mask = torch.tensor([[False, True, True, False]] * 2 + [[True, False, False, True]])
+    partial = TrainingBatch(inputs=torch.zeros(3, 4, dtype=torch.long), positions=torch.zeros(3, 5, dtype=torch.long),
+                            targets=torch.arange(12).view(3, 4), loss_mask=mask, lengths=torch.full((3,), 4))
+    assert not partial.every_target
+    assert partial.scored(partial.targets).tolist() == [1, 2, 5, 6, 8, 11]
+    assert partial.to(torch.device("cpu")).every_target is False

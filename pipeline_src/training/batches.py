@@ -45,10 +45,18 @@ class TrainingBatch:
     targets: torch.Tensor  # [B, T] tokens 1..L-1 (the next token at each input position)
     loss_mask: torch.Tensor  # [B, T] bool: True where the target is a response token
     lengths: torch.Tensor  # [B] real input tokens per row
+    every_target: bool = False  # loss_mask is True everywhere (full windows): no need to select
 
     def to(self, device: torch.device) -> "TrainingBatch":
         """The same batch with every tensor on ``device`` (the same tensors where they already are)."""
-        return TrainingBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+        return TrainingBatch(**{f.name: value.to(device) if isinstance(value := getattr(self, f.name), torch.Tensor)
+                                else value for f in fields(self)})
+
+    def scored(self, values: torch.Tensor) -> torch.Tensor:
+        """The rows of ``values`` [B, T, ...] where a target is scored, as [n, ...] in row-major order.
+        With every target scored, a view of the same values in the same order: no copy of a
+        [B, T, vocab] tensor forward, no scatter into zeros backward."""
+        return values.flatten(0, 1) if self.every_target else values[self.loss_mask]
 
 
 def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int) -> TrainingBatch:

@@ -178,13 +178,13 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
             with autocast(device, opt["precision"]):
                 out = model(batch.inputs, positions[:, :-1])
-            picked = out.token_logits[batch.loss_mask].float()
-            answer = batch.targets[batch.loss_mask]
+            picked = batch.scored(out.token_logits).float()
+            answer = batch.scored(batch.targets)
             loss = F.cross_entropy(picked, answer)
             position_accuracy = float("nan")
             if out.position_logits is not None:
-                picked_ids = out.position_logits[batch.loss_mask].float()
-                next_ids = positions[:, 1:][batch.loss_mask]
+                picked_ids = batch.scored(out.position_logits).float()
+                next_ids = batch.scored(positions[:, 1:])
                 loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
                 position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
             loss_value = loss.item()
