@@ -111,6 +111,14 @@ def _require_cuda(value: str) -> None:
                           f"set {FIELD}: auto or cpu, or run the job on a GPU machine")
 
 
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` (on the CPU) on ``device``: to a GPU from pinned memory without waiting for the
+    copy (the host goes on building the next batch), elsewhere ``tensor.to(device)``."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
 def describe_device(device: torch.device) -> str:
     """The device for provenance records and summaries: ``cpu`` or, e.g., ``cuda:0 NVIDIA H100``."""
     if device.type != "cuda":

@@ -244,9 +244,10 @@ class Decoder(nn.Module):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
-    def _check_positions(self, position_ids: torch.Tensor) -> None:
+    def check_positions(self, position_ids: torch.Tensor) -> None:
         """Reject ids the model cannot represent (see :attr:`ModelConfig.position_limit`; never clamp
-        silently)."""
+        silently). It reads the ids' smallest and largest value on the host: the training loop calls
+        it on the CPU, before the ids move to the model's device, and tells :meth:`forward`."""
         if not self.encoding.reads_positions or position_ids.numel() == 0:
             return
         lo, hi = int(position_ids.min()), int(position_ids.max())
@@ -298,7 +299,8 @@ class Decoder(nn.Module):
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor,
                 attention_mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, use_cache: bool = False, last_only: bool = False,
-                attention_of: tuple[torch.Tensor, torch.Tensor] | None = None) -> ModelOutput:
+                attention_of: tuple[torch.Tensor, torch.Tensor] | None = None,
+                positions_checked: bool = False) -> ModelOutput:
         """tokens, position_ids: long [B, T]; attention_mask: optional bool [B, T], True = real token.
 
         With ``cache`` (from an earlier call with ``use_cache=True``), ``tokens`` and
@@ -311,6 +313,7 @@ class Decoder(nn.Module):
         scoring one next token per row skips the LM head at every other position.
         ``attention_of=(rows, queries)`` (long [Q] each; a query indexes the new tokens) also returns
         every layer's attention probabilities of those queries in ``ModelOutput.attention``.
+        ``positions_checked=True``: the caller ran :meth:`check_positions` on these ids already.
         """
         if tokens.shape != position_ids.shape:
             raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
@@ -323,7 +326,8 @@ class Decoder(nn.Module):
                 raise ValueError(f"cache has {len(cache.layers)} layers, the model {len(self.blocks)}")
             if cache.layers and cache.layers[0][0].shape[0] != tokens.shape[0]:
                 raise ValueError(f"cache batch size {cache.layers[0][0].shape[0]} != tokens batch size {tokens.shape[0]}")
-        self._check_positions(position_ids)
+        if not positions_checked:
+            self.check_positions(position_ids)
         T_past = cache.length if cache is not None else 0
         key_ids = torch.cat((cache.position_ids, position_ids), dim=1) if T_past > 0 else position_ids
 

@@ -330,17 +330,20 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data
 
 def test_scored_targets_are_the_masked_ones_and_full_windows_select_without_a_copy():
     from pipeline_src.language.lm import WindowSource
-    from pipeline_src.training.batches import TrainingBatch
+    from pipeline_src.training.batches import SequenceTable, training_batch
 
     generator = torch.Generator().manual_seed(0)
     window = WindowSource(torch.arange(100), context=8, batch_size=3).next_batch(generator)
-    assert window.every_target and bool(window.loss_mask.all())
+    assert window.scored_rows is None and bool(window.loss_mask.all())
     logits = torch.randn(3, 8, 5)
     assert torch.equal(window.scored(logits), logits[window.loss_mask])
     assert window.scored(logits).data_ptr() == logits.data_ptr()  # a view: nothing copied
-    mask = torch.tensor([[False, True, True, False]] * 2 + [[True, False, False, True]])
-    partial = TrainingBatch(inputs=torch.zeros(3, 4, dtype=torch.long), positions=torch.zeros(3, 5, dtype=torch.long),
-                            targets=torch.arange(12).view(3, 4), loss_mask=mask, lengths=torch.full((3,), 4))
-    assert not partial.every_target
-    assert partial.scored(partial.targets).tolist() == [1, 2, 5, 6, 8, 11]
-    assert partial.to(torch.device("cpu")).every_target is False
+    table = SequenceTable(tokens=torch.arange(15).view(3, 5), positions=torch.zeros(3, 5, dtype=torch.long),
+                          lengths=torch.tensor([5, 3, 4]), prompt_lengths=torch.tensor([2, 2, 3]))
+    batch = training_batch(table, torch.arange(3), pad_multiple=1)
+    assert batch.loss_mask.tolist() == [[False, True, True, True], [False, True, False, False],
+                                        [False, False, True, False]]
+    values = torch.randn(3, 4, 7)
+    assert torch.equal(batch.scored(values), values[batch.loss_mask])
+    assert batch.scored(batch.targets).tolist() == [2, 3, 4, 7, 13]
+    assert torch.equal(batch.to(torch.device("cpu")).scored(values), values[batch.loss_mask])

@@ -75,7 +75,7 @@ class WindowSource:
         B, T = self.batch_size, self.context
         return TrainingBatch(inputs=windows[:, :-1], positions=self.offsets.expand(B, -1).clone(),
                              targets=windows[:, 1:], loss_mask=torch.ones(B, T, dtype=torch.bool),
-                             lengths=torch.full((B,), T, dtype=torch.long), every_target=True)
+                             lengths=torch.full((B,), T, dtype=torch.long), scored_rows=None)
 
 
 def position_losses(model, windows: torch.Tensor, batch_size: int, *,

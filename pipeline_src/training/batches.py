@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 import polars as pl
 import torch
 
+from ..device import to_device
 from ..storage.datasets import padded
 
 
@@ -45,18 +46,22 @@ class TrainingBatch:
     targets: torch.Tensor  # [B, T] tokens 1..L-1 (the next token at each input position)
     loss_mask: torch.Tensor  # [B, T] bool: True where the target is a response token
     lengths: torch.Tensor  # [B] real input tokens per row
-    every_target: bool = False  # loss_mask is True everywhere (full windows): no need to select
+    # long [n]: where loss_mask is True, as indices into [B * T] (found on the CPU, so that selecting
+    # on a GPU needs no host read); None when every target is scored (full windows)
+    scored_rows: torch.Tensor | None
 
     def to(self, device: torch.device) -> "TrainingBatch":
-        """The same batch with every tensor on ``device`` (the same tensors where they already are)."""
-        return TrainingBatch(**{f.name: value.to(device) if isinstance(value := getattr(self, f.name), torch.Tensor)
-                                else value for f in fields(self)})
+        """The same batch with every tensor on ``device`` (the same tensors where they already are;
+        see :func:`pipeline_src.device.to_device`)."""
+        return TrainingBatch(**{f.name: None if (value := getattr(self, f.name)) is None else to_device(value, device)
+                                for f in fields(self)})
 
     def scored(self, values: torch.Tensor) -> torch.Tensor:
-        """The rows of ``values`` [B, T, ...] where a target is scored, as [n, ...] in row-major order.
-        With every target scored, a view of the same values in the same order: no copy of a
-        [B, T, vocab] tensor forward, no scatter into zeros backward."""
-        return values.flatten(0, 1) if self.every_target else values[self.loss_mask]
+        """The rows of ``values`` [B, T, ...] where a target is scored, as [n, ...] in row-major order
+        (the same values, in the same order, as ``values[loss_mask]``). With every target scored, a
+        view: no copy of a [B, T, vocab] tensor forward, no scatter into zeros backward."""
+        rows = values.flatten(0, 1)
+        return rows if self.scored_rows is None else rows[self.scored_rows]
 
 
 def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int) -> TrainingBatch:
@@ -70,7 +75,8 @@ def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int)
     column = torch.arange(width)[None, :]
     real = column < lengths[:, None]
     loss_mask = (column >= table.prompt_lengths[index][:, None] - 1) & real
-    return TrainingBatch(tokens[:, :-1], positions, tokens[:, 1:], loss_mask, lengths)
+    return TrainingBatch(tokens[:, :-1], positions, tokens[:, 1:], loss_mask, lengths,
+                         scored_rows=loss_mask.flatten().nonzero().squeeze(1))
 
 
 def _fit(matrix: torch.Tensor, width: int) -> torch.Tensor:

@@ -42,7 +42,7 @@ from .optimizer import AdamW
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
-from ..device import autocast, describe_device, held_gpu_slot, resolve_device
+from ..device import autocast, describe_device, held_gpu_slot, resolve_device, to_device
 from ..model import Decoder
 from ..model_config import model_config
 from ..schemes import get_scheme
@@ -162,6 +162,22 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
 
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
+    no_position_head = torch.tensor(float("nan"), dtype=torch.float64, device=device)
+    unread = []  # (step, lr, seconds, [loss, accuracy, position accuracy, gradient norm] on the device)
+
+    def read_log() -> None:
+        """Move the steps not yet read into ``log``: the loop's one host read, every ``log_every``
+        steps (and at held-out losses and checkpoints). A non-finite loss or gradient norm stops the
+        run at its first such step, whose row and later ones are dropped (as a run stopped there)."""
+        values = torch.stack([row[3] for row in unread]).tolist() if unread else []
+        for (at, lr_at, seconds, _), (loss_at, accuracy_at, position_at, norm_at) in zip(unread, values):
+            if not math.isfinite(loss_at):
+                raise _diverged(spec, out_dir, at, f"the loss is {loss_at}", resume_path, saved_step)
+            if not math.isfinite(norm_at):
+                raise _diverged(spec, out_dir, at, f"the gradient norm is {norm_at}", resume_path, saved_step)
+            log.append((at, loss_at, accuracy_at, position_at, lr_at, norm_at, seconds))
+        unread.clear()
+
     model.train()
     try:
         while step < total:
@@ -175,37 +191,39 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
                                          target_length=spec["positions"]["target_length"],
                                          pose_chunks=spec["positions"]["pose_chunks"], generator=generator)
             positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
-            batch, positions = batch.to(device), positions.to(device)  # drawn on the CPU: the same on every device
+            model.check_positions(positions)  # on the CPU: no host read of the device
+            batch, positions = batch.to(device), to_device(positions, device)  # drawn on the CPU: the same on every device
             with autocast(device, opt["precision"]):
-                out = model(batch.inputs, positions[:, :-1])
+                out = model(batch.inputs, positions[:, :-1], positions_checked=True)
             picked = batch.scored(out.token_logits).float()
             answer = batch.scored(batch.targets)
             loss = F.cross_entropy(picked, answer)
-            position_accuracy = float("nan")
+            position_accuracy = no_position_head
             if out.position_logits is not None:
                 picked_ids = batch.scored(out.position_logits).float()
                 next_ids = batch.scored(positions[:, 1:])
                 loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
-                position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean().item()
-            loss_value = loss.item()
-            if not math.isfinite(loss_value):
-                raise _diverged(spec, out_dir, step + 1, f"the loss is {loss_value}", resume_path, saved_step)
+                position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean()
             optimizer.zero_grad()
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]).item()
-            if not math.isfinite(grad_norm):  # stop before the update writes NaN into the weights
-                raise _diverged(spec, out_dir, step + 1, f"the gradient norm is {grad_norm}", resume_path, saved_step)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
             optimizer.step()
             step += 1
-            accuracy = (picked.argmax(-1) == answer).double().mean().item()
-            log.append((step, loss_value, accuracy, position_accuracy, lr, grad_norm, time.perf_counter() - started))
-            if source.heldout_every and (step % source.heldout_every == 0 or step == total):
+            accuracy = (picked.argmax(-1) == answer).double().mean()
+            # this step's numbers stay on the device until the next read (float64 holds float32 exactly)
+            unread.append((step, lr, time.perf_counter() - started,
+                           torch.stack((loss.double(), accuracy, position_accuracy, grad_norm.double()))))
+            heldout = source.heldout_every and (step % source.heldout_every == 0 or step == total)
+            reported = step % opt["log_every"] == 0 or step == total
+            checkpoint = step % opt["checkpoint_every"] == 0 and step < total
+            if heldout or reported or checkpoint or step == total:
+                read_log()
+            if heldout:
                 with autocast(device, opt["precision"]):
                     heldout_log.append((step, *source.heldout_loss(model, device)))
                 say(f"step {step}/{total}  held-out loss {heldout_log[-1][1]:.4f}")
-            if step % opt["log_every"] == 0 or step == total:
+            if reported:
                 _report(say, log, opt["log_every"], total)
-            checkpoint = step % opt["checkpoint_every"] == 0 and step < total
             if (checkpoint or step == total) and not _finite(model):  # never save weights that are not finite
                 raise _diverged(spec, out_dir, step, "the weights are not finite", resume_path, saved_step)
             if checkpoint:
@@ -258,8 +276,8 @@ def _restore(path: Path, identity: str, model: Decoder, optimizer, generator: to
 
 
 def _finite(model: Decoder) -> bool:
-    """Whether every weight of ``model`` is finite."""
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    """Whether every weight of ``model`` is finite (one host read)."""
+    return bool(torch.stack([torch.isfinite(p).all() for p in model.parameters()]).all())
 
 
 def _diverged(spec: dict, out_dir: Path, step: int, what: str, resume_path: Path,
