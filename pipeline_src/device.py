@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .device_setting import DEFAULT, DEVICES, FIELD, SLOTS_ENV
+from .device_setting import DEFAULT, DEVICES, FIELD, GPUS_ENV, SLOTS_ENV
 
 _held: list = []  # the open lock file of this process's slot: the claim lasts while it is open
 
@@ -59,6 +59,9 @@ def resolve_device(value: str | torch.device | None = None) -> torch.device:
         return torch.device("cpu")  # (a slot of a pretend GPU, see device_setting.GPUS_ENV, stays held)
     _require_cuda(value)
     if slot:
+        if slot["gpu"] >= (count := torch.cuda.device_count()):
+            raise DeviceError(f"{SLOTS_ENV}: GPU slot {slot['gpu']} of {slot['gpus']} GPUs, but this machine shows "
+                              f"{count}; set {GPUS_ENV} (or the workflow's GPU count) to at most {count}")
         torch.cuda.set_device(slot["gpu"])  # kernels that name no device run there too
     return torch.device("cuda", torch.cuda.current_device())
 

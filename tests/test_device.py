@@ -62,6 +62,22 @@ def test_cuda_without_cuda_is_an_error_naming_the_field(no_cuda, value):
         resolve_device(value)
 
 
+def test_a_gpu_slot_beyond_the_gpus_this_machine_shows_is_an_error_naming_the_setting(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(devices, "_held", [])
+    monkeypatch.setenv("LENGTHGEN_GPU_SLOTS", f"2,1,{tmp_path}")
+    (tmp_path / "gpu0.slot0.lock").touch()
+    import fcntl
+    with open(tmp_path / "gpu0.slot0.lock") as taken:  # GPU 0 held by another job: this one gets GPU 1
+        fcntl.flock(taken, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(DeviceError, match=r"LENGTHGEN_GPU_SLOTS: GPU slot 1 of 2 GPUs, but this machine shows 1; "
+                                              r"set LENGTHGEN_GPUS .* to at most 1"):
+            resolve_device("auto")
+    for handle, _ in devices._held:
+        handle.close()
+
+
 def test_unknown_value_is_an_error_naming_the_field():
     with pytest.raises(DeviceError, match=r"device: 'gpu' is not one of \['auto', 'cpu', 'cuda'\]"):
         resolve_device("gpu")
@@ -121,7 +137,7 @@ def test_training_batch_moves_every_tensor(train_data):
     table = SequenceTable.from_frame(datasets.read(train_data, get_task("sparse_parity").schema))
     batch = training_batch(table, torch.arange(4), pad_multiple=8)
     moved = batch.to(torch.device("meta"))
-    for name in ("inputs", "positions", "targets", "loss_mask", "lengths"):
+    for name in ("inputs", "positions", "targets", "loss_mask", "lengths", "scored_rows"):
         assert getattr(moved, name).device.type == "meta"
         assert getattr(batch.to(torch.device("cpu")), name) is getattr(batch, name)  # no copy where it is
 
