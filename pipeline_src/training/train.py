@@ -162,7 +162,6 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
 
     total = opt["steps"]
     started = time.perf_counter() - (log[-1][SECONDS] if log else 0.0)  # seconds accumulate across resumes
-    no_position_head = torch.tensor(float("nan"), dtype=torch.float64, device=device)
     unread = []  # (step, lr, seconds, [loss, accuracy, position accuracy, gradient norm] on the device)
 
     def read_log() -> None:
@@ -193,26 +192,9 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
             model.check_positions(positions)  # on the CPU: no host read of the device
             batch, positions = batch.to(device), to_device(positions, device)  # drawn on the CPU: the same on every device
-            with autocast(device, opt["precision"]):
-                out = model(batch.inputs, positions[:, :-1], positions_checked=True)
-            picked = batch.scored(out.token_logits).float()
-            answer = batch.scored(batch.targets)
-            loss = F.cross_entropy(picked, answer)
-            position_accuracy = no_position_head
-            if out.position_logits is not None:
-                picked_ids = batch.scored(out.position_logits).float()
-                next_ids = batch.scored(positions[:, 1:])
-                loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
-                position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean()
-            optimizer.zero_grad()
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
-            optimizer.step()
+            numbers = train_step(model, optimizer, batch, positions, opt)  # stay on the device until read_log
             step += 1
-            accuracy = (picked.argmax(-1) == answer).double().mean()
-            # this step's numbers stay on the device until the next read (float64 holds float32 exactly)
-            unread.append((step, lr, time.perf_counter() - started,
-                           torch.stack((loss.double(), accuracy, position_accuracy, grad_norm.double()))))
+            unread.append((step, lr, time.perf_counter() - started, numbers))
             heldout = source.heldout_every and (step % source.heldout_every == 0 or step == total)
             reported = step % opt["log_every"] == 0 or step == total
             checkpoint = step % opt["checkpoint_every"] == 0 and step < total
@@ -243,6 +225,31 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
     summary = _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device))
     resume_path.unlink(missing_ok=True)
     return summary
+
+
+def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,
+               opt: dict) -> torch.Tensor:
+    """One update of ``model`` on ``batch`` (on the model's device; ``positions`` [B, T+1] the IDs of
+    its inputs and of the last target, already checked). Returns [loss, accuracy, position accuracy
+    (NaN without a position head), gradient norm] as float64 on the device (float64 holds the float32
+    loss and norm exactly): nothing is read back to the host."""
+    with autocast(positions.device, opt["precision"]):
+        out = model(batch.inputs, positions[:, :-1], positions_checked=True)
+    picked = batch.scored(out.token_logits).float()
+    answer = batch.scored(batch.targets)
+    loss = F.cross_entropy(picked, answer)
+    position_accuracy = torch.full((), float("nan"), dtype=torch.float64, device=positions.device)
+    if out.position_logits is not None:
+        picked_ids = batch.scored(out.position_logits).float()
+        next_ids = batch.scored(positions[:, 1:])
+        loss = loss + opt["position_loss_weight"] * F.cross_entropy(picked_ids, next_ids)
+        position_accuracy = (picked_ids.argmax(-1) == next_ids).double().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
+    optimizer.step()
+    accuracy = (picked.argmax(-1) == answer).double().mean()
+    return torch.stack((loss.double(), accuracy, position_accuracy, grad_norm.double()))
 
 
 def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
