@@ -292,3 +292,16 @@ def test_hf_model_with_a_smaller_vocabulary_is_a_clear_error(stream, tmp_path):
     with pytest.raises(ValueError, match="vocabulary size 100"):
         analyse(lang.influence_spec(config), folder / "tokens.parquet", tmp_path / "i.parquet",
                 hf_model=tmp_path / "hf", **quiet)
+
+
+def test_position_losses_hold_few_float64_logits_at_once_and_give_the_same_losses(monkeypatch):
+    from pipeline_src.language import lm
+    from pipeline_src.model import Decoder, ModelConfig
+
+    torch.manual_seed(0)
+    model = Decoder(ModelConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, max_positions=32)).eval()
+    windows = torch.randint(50, (5, 12))
+    whole = lm.position_losses(model, windows, batch_size=5)
+    monkeypatch.setattr(lm, "FLOAT64_ELEMENTS", 2 * 11 * 50)  # two rows of logits at a time
+    assert whole.shape == (5, 11) and whole.dtype == torch.float64
+    assert torch.equal(lm.position_losses(model, windows, batch_size=5), whole)

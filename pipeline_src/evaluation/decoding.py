@@ -88,11 +88,11 @@ def greedy_decode(model: Decoder, prompt: torch.Tensor, prompt_positions: torch.
             cache = out.cache
         else:
             out = model(tokens, positions)
-        next_token = out.token_logits[:, -1].argmax(dim=-1)
+        next_token = out.token_logits[:, -1].float().argmax(dim=-1)  # fp32: bf16 ties no argmax
         if response_positions is not None:
             next_position = response_positions[:, j].to(prompt_positions.dtype)
         else:
-            next_position = out.position_logits[:, -1].argmax(dim=-1)
+            next_position = out.position_logits[:, -1].float().argmax(dim=-1)
         next_token = torch.where(finished, torch.full_like(next_token, PAD), next_token)
         generated.append(next_token)
         generated_positions.append(next_position)

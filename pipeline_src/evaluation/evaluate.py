@@ -211,8 +211,8 @@ def _teacher_forced(model, tokens: torch.Tensor, positions: torch.Tensor, prompt
     changes none of its predictions), back on the CPU [B, width]."""
     with torch.inference_mode(), inference_autocast(device, precision):
         out = model(tokens.to(device), positions.to(device))
-    ids = None if out.position_logits is None else out.position_logits[:, prompt_len - 1:].argmax(-1).cpu()
-    return out.token_logits[:, prompt_len - 1:].argmax(-1).cpu(), ids
+    ids = None if out.position_logits is None else out.position_logits[:, prompt_len - 1:].float().argmax(-1).cpu()
+    return out.token_logits[:, prompt_len - 1:].float().argmax(-1).cpu(), ids  # fp32 under bf16 autocast
 
 
 def _agree(generated: torch.Tensor, reference: torch.Tensor, inside: torch.Tensor) -> torch.Tensor:

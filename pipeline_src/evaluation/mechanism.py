@@ -125,9 +125,9 @@ def _forward(model, tokens: torch.Tensor, positions: torch.Tensor, device: torch
         attention_of = tuple(index.to(device) for index in attention_of)
     with torch.inference_mode(), inference_autocast(device, precision):
         out = model(tokens.to(device), positions.to(device), attention_of=attention_of)
-    found = {"tokens": out.token_logits.argmax(-1).cpu()}
+    found = {"tokens": out.token_logits.float().argmax(-1).cpu()}  # fp32 under bf16 autocast
     if out.position_logits is not None:
-        found["positions"] = out.position_logits.argmax(-1).cpu()
+        found["positions"] = out.position_logits.float().argmax(-1).cpu()
     if attention_of is not None:
         found["attention"] = out.attention  # float32, on the CPU
     return found

@@ -78,6 +78,9 @@ class WindowSource:
                              lengths=torch.full((B,), T, dtype=torch.long), scored_rows=None)
 
 
+FLOAT64_ELEMENTS = 1 << 24  # 128 MB: the most float64 logits position_losses holds at once
+
+
 def position_losses(model, windows: torch.Tensor, batch_size: int, *,
                     device: str | torch.device = "cpu") -> torch.Tensor:
     """Cross-entropy of every next token of ``windows`` [n, w]: float64 [n, w - 1], on the CPU. Token
@@ -89,6 +92,9 @@ def position_losses(model, windows: torch.Tensor, batch_size: int, *,
             chunk = windows[start:start + batch_size].to(device)
             inputs, targets = chunk[:, :-1], chunk[:, 1:]
             positions = torch.arange(inputs.shape[1], device=chunk.device).expand_as(inputs)
-            logits = model(inputs, positions).token_logits.double()
-            out.append(F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").cpu())
+            logits = model(inputs, positions).token_logits
+            rows = max(1, FLOAT64_ELEMENTS // logits[0].numel())  # float64 [rows, w - 1, vocab] at a time
+            for first in range(0, len(logits), rows):
+                part = logits[first:first + rows].double()
+                out.append(F.cross_entropy(part.transpose(1, 2), targets[first:first + rows], reduction="none").cpu())
     return torch.cat(out)
