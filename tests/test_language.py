@@ -56,6 +56,7 @@ def documents(n: int = 48) -> list[str]:
 def tiny_config(**language) -> dict:
     """The smoke config with a tiny language section over a jsonl corpus at ``path``."""
     config = copy.deepcopy(SMOKE)
+    config["device"] = "cpu"  # what the tests below assume, on a machine with a GPU too
     section = config["language"]
     section.update(context=16, local=8, seed=1)
     section["tokenizer"]["vocab_size"] = 300
