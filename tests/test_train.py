@@ -107,6 +107,23 @@ def test_a_resume_checkpoint_that_cannot_be_written_names_the_file_and_the_cause
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_resume_on_another_kind_of_device_is_a_choice_not_an_accident(tmp_path, train_data, monkeypatch):
+    spec = tiny_train_spec()
+    train(spec, train_data, tmp_path / "straight", **quiet)
+    train(spec, train_data, tmp_path / "run", stop_at_step=8, **quiet)
+    resume = next((tmp_path / "run").glob("resume-*.pt"))
+    state = load_state(resume, config_hash(spec))
+    assert state["device_type"] == "cpu"
+    save_state(resume, {**state, "device_type": "cuda"})  # as if begun on a GPU
+    with pytest.raises(CheckpointError, match=f"{resume.name}: resume checkpoint written on cuda, but this run is on "
+                                              "cpu; set LENGTHGEN_RESUME_ON_ANOTHER_DEVICE=1 to resume there anyway"):
+        train(spec, train_data, tmp_path / "run", **quiet)
+    monkeypatch.setenv("LENGTHGEN_RESUME_ON_ANOTHER_DEVICE", "1")
+    train(spec, train_data, tmp_path / "run", **quiet)
+    straight, resumed = weights(tmp_path / "straight"), weights(tmp_path / "run")
+    assert all(torch.equal(straight[name], resumed[name]) for name in straight)
+
+
 def test_resume_checkpoint_of_another_config_is_a_named_error(tmp_path, train_data):
     """A resume file under this config's name but made for another config (copied, renamed)."""
     other = tiny_train_spec()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
 from ..device import autocast, describe_device, held_gpu_slot, resolve_device, to_device
+from ..device_setting import RESUME_ANYWHERE_ENV
 from ..model import Decoder
 from ..model_config import model_config
 from ..schemes import get_scheme
@@ -153,7 +155,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
     for other in sorted(set(out_dir.glob("resume-*.pt")) - {resume_path}):
         say(f"ignoring {other}: a resume checkpoint of another config (this config's is {resume_path.name})")
     if resume_path.exists():
-        step, log, heldout_log = _restore(resume_path, identity, model, optimizer, generator, source)
+        step, log, heldout_log = _restore(resume_path, identity, model, optimizer, generator, source, device)
         say(f"resuming {out_dir} from step {step}")
     saved_step = step if resume_path.exists() else None  # the step of the last good checkpoint
     say(f"training {spec['task']}/{spec['variant']}/{scheme.name}/seed{spec['seed']}: "
@@ -209,7 +211,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             if (checkpoint or step == total) and not _finite(model):  # never save weights that are not finite
                 raise _diverged(spec, out_dir, step, "the weights are not finite", resume_path, saved_step)
             if checkpoint:
-                state = {"config_hash": identity, "step": step, "model": model.state_dict(),
+                state = {"config_hash": identity, "step": step, "device_type": device.type, "model": model.state_dict(),
                          "optimizer": optimizer.state_dict(), "generator": generator.get_state(), "log": log,
                          "pending": source.pending}
                 if source.heldout_every:
@@ -265,10 +267,16 @@ def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
 
 
 def _restore(path: Path, identity: str, model: Decoder, optimizer, generator: torch.Generator,
-             source) -> tuple[int, list, list]:
+             source, device: torch.device) -> tuple[int, list, list]:
     """Load the resume checkpoint ``path`` into the run; returns (step, log, held-out log). A file
-    that does not fit this run is a :class:`CheckpointError` naming it."""
+    that does not fit this run is a :class:`CheckpointError` naming it, and so is one written on
+    another kind of device (a run begun on the CPU would end on a GPU: its results are neither's)
+    unless ``LENGTHGEN_RESUME_ON_ANOTHER_DEVICE=1`` says that is meant."""
     state = load_state(path, identity)
+    written = state.get("device_type", device.type)  # checkpoints before this field: not checked
+    if written != device.type and os.environ.get(RESUME_ANYWHERE_ENV) != "1":
+        raise CheckpointError(f"{path}: resume checkpoint written on {written}, but this run is on {device.type}; "
+                              f"set {RESUME_ANYWHERE_ENV}=1 to resume there anyway, or delete it to start over")
     try:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
