@@ -31,8 +31,11 @@ import torch
 import torch.nn.functional as F
 
 from pipeline_src.device import autocast, describe_device, resolve_device
+from pipeline_src.host_reads import step_profile
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.training.batches import TrainingBatch
 from pipeline_src.training.optimizer import AdamW
+from pipeline_src.training.train import make_optimizer, train_step
 
 VOCAB_SIZE = 16
 
@@ -90,9 +93,8 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> tuple[int, int]:
     return n, 6 * n + 6 * cfg.n_layer * seq_len * cfg.d_model
 
 
-def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, warmup, precision) -> float:
-    """Time ``steps`` AdamW training steps (after ``warmup`` untimed ones) on the device of
-    ``tokens``; return tokens/s."""
+def _generic_step(logits_fn, params, tokens, positions, targets, precision) -> Callable[[], None]:
+    """One AdamW training step of any model given as ``logits_fn`` (cross-entropy on every token)."""
     optimizer = AdamW([(list(params), 0.01)], lr=1e-3)  # the training loop's optimizer
     device = tokens.device
 
@@ -103,7 +105,26 @@ def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, wa
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+    return step
 
+
+def _our_step(model: Decoder, tokens, positions, targets, precision) -> Callable[[], None]:
+    """The training loop's own step (:func:`pipeline_src.training.train.train_step`: loss, accuracy,
+    gradient clipping, AdamW) on a batch of full windows; its numbers stay on the device."""
+    opt = {"precision": precision, "grad_clip": 1.0, "lr": 1e-3, "betas": (0.9, 0.999), "weight_decay": 0.01}
+    optimizer = make_optimizer(model, opt)
+    B, T = tokens.shape
+    ids = torch.cat((positions, positions[:, -1:] + 1), dim=1)  # the inputs' IDs, then the last target's
+    batch = TrainingBatch(inputs=tokens, positions=ids, targets=targets,
+                          loss_mask=torch.ones(B, T, dtype=torch.bool, device=tokens.device),
+                          lengths=torch.full((B,), T, device=tokens.device), scored_rows=None)
+    return lambda: train_step(model, optimizer, batch, ids, opt)
+
+
+def _tokens_per_s(step: Callable[[], None], tokens_per_step: int, steps: int, warmup: int,
+                  device: torch.device) -> tuple[float, dict]:
+    """(tokens/s over ``steps`` timed calls of ``step`` after ``warmup`` untimed ones, and one more
+    step's aten operations and host reads (:func:`pipeline_src.host_reads.step_profile`))."""
     for _ in range(warmup):
         step()
     _wait(device)
@@ -111,7 +132,8 @@ def _train_tokens_per_s(logits_fn, params, tokens, positions, targets, steps, wa
     for _ in range(steps):
         step()
     _wait(device)
-    return tokens.numel() * steps / (time.perf_counter() - start)
+    rate = tokens_per_step * steps / (time.perf_counter() - start)
+    return rate, step_profile(step)
 
 
 def _build_hf(cfg: ModelConfig, seq_len: int):
@@ -157,8 +179,8 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
 
     model = Decoder(cfg).train().to(device)
     say(f"ours: {warmup} warm-up and {steps} timed training steps")
-    ours = _train_tokens_per_s(lambda t, p: model(t, p).token_logits, model.parameters(),
-                               tokens, positions, targets, steps, warmup, precision)
+    ours, our_profile = _tokens_per_s(_our_step(model, tokens, positions, targets, precision), tokens.numel(),
+                                      steps, warmup, device)
     result = {
         "config": dict(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len, batch_size=batch_size,
                        steps=steps, warmup=warmup, precision=precision, matmul_size=matmul_size),
@@ -172,12 +194,16 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
         "matmul_flops_per_s": rate,
         "matmul_size": rate_n,
         "tokens_per_s": ours,
+        "aten_ops_per_step": our_profile["aten_ops"],
+        "host_reads_per_step": our_profile["host_reads"],
         "model_flops_per_s": ours * fpt,
         "fraction_of_matmul": ours * fpt / rate,
         "hf_status": "not run",
         "hf_tokens_per_s": None,
         "hf_fraction_of_matmul": None,
         "ratio_ours_over_hf": None,
+        "hf_aten_ops_per_step": None,
+        "hf_host_reads_per_step": None,
     }
 
     try:
@@ -187,13 +213,15 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
         return result
     hf = hf.to(device)
     say(f"HF GPTNeoX: {warmup} warm-up and {steps} timed training steps")
-    hf_tps = _train_tokens_per_s(lambda t, p: hf(input_ids=t, position_ids=p).logits, hf.parameters(),
-                                 tokens, positions, targets, steps, warmup, precision)
+    hf_tps, hf_profile = _tokens_per_s(_generic_step(lambda t, p: hf(input_ids=t, position_ids=p).logits,
+                                                     hf.parameters(), tokens, positions, targets, precision),
+                                       tokens.numel(), steps, warmup, device)
     import transformers
 
     result.update(hf_status=f"ok (transformers {transformers.__version__}, attention {attn_impl})",
                   hf_tokens_per_s=hf_tps, hf_fraction_of_matmul=hf_tps * fpt / rate,
-                  ratio_ours_over_hf=ours / hf_tps)
+                  ratio_ours_over_hf=ours / hf_tps, hf_aten_ops_per_step=hf_profile["aten_ops"],
+                  hf_host_reads_per_step=hf_profile["host_reads"])
     return result
 
 
@@ -219,14 +247,17 @@ def format_report(result: dict) -> str:
         f"  FLOPs/token (6*N_nonembed + 6*n_layer*seq_len*d_model): {result['flops_per_token']:,}; "
         f"per step: {result['flops_per_step']:,}",
         f"  ours: {result['tokens_per_s']:,.0f} tokens/s = {result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
-        f"= {_of_matmul(result['fraction_of_matmul'], c['precision'])}",
+        f"= {_of_matmul(result['fraction_of_matmul'], c['precision'])}; per step "
+        f"{result['aten_ops_per_step']:,} aten operations, {result['host_reads_per_step']} host reads "
+        "(the training loop reads its numbers once per log_every steps besides)",
     ]
     if result["hf_tokens_per_s"] is None:
         lines.append(f"  HF GPTNeoX: {result['hf_status']}")
     else:
         lines += [
             f"  HF GPTNeoX: {result['hf_tokens_per_s']:,.0f} tokens/s "
-            f"= {_of_matmul(result['hf_fraction_of_matmul'], c['precision'])} [{result['hf_status']}]",
+            f"= {_of_matmul(result['hf_fraction_of_matmul'], c['precision'])} [{result['hf_status']}]; per step "
+            f"{result['hf_aten_ops_per_step']:,} aten operations, {result['hf_host_reads_per_step']} host reads",
             f"  ratio ours/HF: {result['ratio_ours_over_hf']:.2f}x",
         ]
     return "\n".join(lines)
@@ -234,29 +265,35 @@ def format_report(result: dict) -> str:
 
 
 def decode_benchmark(length: int = 500, batch_size: int = 16, d_model: int = 128, n_layer: int = 4,
-                     n_head: int = 4, threads: int | None = None, prompt_len: int = 8) -> dict:
+                     n_head: int = 4, threads: int | None = None, prompt_len: int = 8,
+                     device: str = "auto") -> dict:
     """Time greedy decoding of ``length`` new tokens after a ``prompt_len``-token prompt,
     with the KV cache and with the cache-free reference (a full forward per step).
 
     Rotary model, sequential position ids; tokens/s counts generated tokens of the
-    whole batch. Also checks that both modes produced the same tokens.
+    whole batch. Also checks that both modes produced the same tokens. Runs on ``device`` (auto, cpu
+    or cuda; the model is made on the CPU and moved, so every device decodes the same model).
     """
     from pipeline_src.evaluation.decoding import greedy_decode
 
     if threads is not None:
         torch.set_num_threads(threads)
+    device = resolve_device(device)
     total = prompt_len + length
     cfg = ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
                       position_encoding="rope", max_positions=max(total, 1024))
     torch.manual_seed(0)
-    model = Decoder(cfg).eval()
-    prompt = torch.randint(0, VOCAB_SIZE, (batch_size, prompt_len))
-    ids = torch.arange(total).expand(batch_size, total)
+    model = Decoder(cfg).eval().to(device)
+    prompt = torch.randint(0, VOCAB_SIZE, (batch_size, prompt_len)).to(device)
+    ids = torch.arange(total).expand(batch_size, total).to(device)
 
     def timed(use_cache: bool, n: int):
+        _wait(device)
         start = time.perf_counter()
-        out = greedy_decode(model, prompt, ids[:, :prompt_len], n,
-                            response_positions=ids[:, prompt_len:], use_cache=use_cache)
+        with torch.no_grad():
+            out = greedy_decode(model, prompt, ids[:, :prompt_len], n,
+                                response_positions=ids[:, prompt_len:], use_cache=use_cache)
+        _wait(device)
         return time.perf_counter() - start, out
 
     for use_cache in (True, False):  # untimed warm-up
@@ -269,6 +306,7 @@ def decode_benchmark(length: int = 500, batch_size: int = 16, d_model: int = 128
                        n_head=n_head, prompt_len=prompt_len),
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
+        "device": describe_device(device),
         "n_params": model.num_parameters(),
         "cached_seconds": cached_s,
         "full_seconds": full_s,
@@ -283,7 +321,8 @@ def format_decode_report(result: dict) -> str:
     """Readable multi-line summary of a :func:`decode_benchmark` result."""
     c = result["config"]
     return "\n".join([
-        f"Greedy decoding benchmark (fp32, torch {result['torch_version']}, {result['threads']} threads)",
+        f"Greedy decoding benchmark (fp32, torch {result['torch_version']}, {result['device']}, "
+        f"{result['threads']} threads)",
         f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, "
         f"{result['n_params']:,} params, rope",
         f"  batch {c['batch_size']}, prompt {c['prompt_len']} tokens, {c['length']} new tokens per row",
@@ -295,8 +334,8 @@ def format_decode_report(result: dict) -> str:
 
 def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64, k_max: int = 4,
                         d_model: int = 64, n_layer: int = 2, n_head: int = 4, batch_size: int = 64,
-                        threads: int | None = None) -> dict:
-    """Time the influential-token analysis (SPEC 6) batched and one candidate at a time.
+                        threads: int | None = None, device: str = "auto") -> dict:
+    """Time the influential-token analysis (SPEC 6) batched and one candidate at a time, on ``device``.
 
     A randomly initialised rotary Decoder analyses ``n_targets`` targets drawn from random
     documents with greedy selection; the result says how much faster the batched path is and
@@ -309,6 +348,7 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
 
     if threads is not None:
         torch.set_num_threads(threads)
+    device = resolve_device(device)
     cfg = influence.InfluenceConfig(context=context, local=local, k_max=k_max, n_targets=n_targets,
                                     batch_size=batch_size)
     rng = np.random.default_rng(0)
@@ -324,17 +364,18 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
     model = Decoder(ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
                                 position_encoding="rope", max_positions=max(context, 1024))).eval()
 
-    influence.influential_tokens(model, targets.head(2), cfg, progress=None)  # untimed warm-up
+    influence.influential_tokens(model, targets.head(2), cfg, device=device, progress=None)  # untimed warm-up
     start = time.perf_counter()
-    batched = influence.influential_tokens(model, targets, cfg, progress=None)
-    batched_s = time.perf_counter() - start
+    batched = influence.influential_tokens(model, targets, cfg, device=device, progress=None)
+    batched_s = time.perf_counter() - start  # its losses come back to the host: nothing left queued
     start = time.perf_counter()
-    reference = influence.reference_influential_tokens(model, targets, cfg)
+    reference = influence.reference_influential_tokens(model, targets, cfg, device=device)
     reference_s = time.perf_counter() - start
     return {
         "config": dict(n_targets=n_targets, context=context, local=local, k_max=k_max, d_model=d_model,
                        n_layer=n_layer, n_head=n_head, batch_size=batch_size),
         "threads": torch.get_num_threads(),
+        "device": describe_device(device),
         "batched_seconds": batched_s,
         "reference_seconds": reference_s,
         "speedup": reference_s / batched_s,
@@ -346,7 +387,8 @@ def format_influence_report(result: dict) -> str:
     """Readable multi-line summary of an :func:`influence_benchmark` result."""
     c = result["config"]
     return "\n".join([
-        f"Influential-token analysis benchmark (greedy, torch {torch.__version__}, {result['threads']} threads)",
+        f"Influential-token analysis benchmark (greedy, torch {torch.__version__}, {result['device']}, "
+        f"{result['threads']} threads)",
         f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, rope",
         f"  {c['n_targets']} targets, Lbar={c['context']}, L={c['local']}, k_max={c['k_max']}, "
         f"batch {c['batch_size']}",

@@ -534,12 +534,12 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     if influence_targets is not None:
         click.echo(format_influence_report(influence_benchmark(
             n_targets=influence_targets, d_model=d_model, n_layer=n_layer, n_head=n_head,
-            batch_size=batch_size, threads=threads)))
+            batch_size=batch_size, threads=threads, device=device)))
         return
     if decode:
         click.echo(format_decode_report(decode_benchmark(length=decode_length, batch_size=batch_size,
                                                          d_model=d_model, n_layer=n_layer, n_head=n_head,
-                                                         threads=threads)))
+                                                         threads=threads, device=device)))
         return
     with _model_job_errors():
         result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,

@@ -6,49 +6,16 @@ IDs), which never touches the device's tensors."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import pytest
 import torch
-from torch.overrides import TorchFunctionMode
 
+from pipeline_src.host_reads import AtenOps, HostReads, step_profile
 from pipeline_src.model import Decoder
 from pipeline_src.schemes import get_scheme
 from pipeline_src.training import train as training
 from tests.conftest import tiny_train_spec
-
-READS = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "nonzero", "numpy", "cpu"}
-
-
-class HostReads(TorchFunctionMode):
-    """Counts the calls that read a tensor's values on the host, by name, outside :meth:`paused`."""
-
-    def __init__(self):
-        super().__init__()
-        self.counts, self._paused = {}, 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        boolean_index = name == "__getitem__" and any(
-            isinstance(i, torch.Tensor) and i.dtype == torch.bool
-            for i in (args[1] if isinstance(args[1], tuple) else (args[1],)))
-        if not self._paused and (name in READS or boolean_index):
-            key = "boolean index" if boolean_index else name
-            self.counts[key] = self.counts.get(key, 0) + 1
-        return func(*args, **(kwargs or {}))
-
-    @contextlib.contextmanager
-    def paused(self):
-        self._paused += 1
-        try:
-            yield
-        finally:
-            self._paused -= 1
-
-    def total(self) -> int:
-        return sum(self.counts.values())
-
 
 def on_the_cpu_side(monkeypatch, reads: HostReads, owner, name: str) -> None:
     """Run ``owner.name`` with counting paused: it works on the CPU before the batch moves."""
@@ -88,3 +55,12 @@ def test_the_counter_sees_every_kind_of_host_read():
             x.sum().item()
     assert reads.counts == {"item": 1, "tolist": 1, "__bool__": 1, "__int__": 1, "__float__": 1,
                             "boolean index": 1, "nonzero": 1}
+
+
+def test_a_step_profile_counts_aten_operations_and_host_reads():
+    x = torch.arange(6.0)
+    profile = step_profile(lambda: ((x * 2 + 1).sum().item(), x[x > 2]))
+    assert profile["host_reads"] == 2 and profile["host_reads_by_kind"] == {"item": 1, "boolean index": 1}
+    with AtenOps() as ops:
+        x * 2 + 1
+    assert ops.count == 2
