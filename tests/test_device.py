@@ -229,3 +229,26 @@ def test_the_gpus_model_jobs_spread_over(monkeypatch):
     monkeypatch.setenv(GPUS_ENV, "two")
     with pytest.raises(ValueError, match=GPUS_ENV):
         visible_gpus()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("scheme", ["rope_pose", "ppc"])
+def test_a_cuda_training_step_never_synchronizes_with_the_host(scheme):
+    from pipeline_src.training.train import build_model, make_optimizer, train_step
+    from tests.test_device_placement import a_batch
+
+    spec = tiny_train_spec(scheme)
+    cuda = torch.device("cuda")
+    model = build_model(spec, vocab_size=6).to(cuda)
+    optimizer = make_optimizer(model, spec["train"])
+    batch = a_batch(scheme)
+    batch, positions = batch.to(cuda), batch.positions.to(cuda)
+    train_step(model, optimizer, batch, positions, spec["train"])  # first call: allocations, lazy init
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(3):
+            numbers = train_step(model, optimizer, batch, positions, spec["train"])
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert numbers.device.type == "cuda"

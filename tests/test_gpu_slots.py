@@ -1,6 +1,7 @@
 """Several models per GPU: each local model job claims a slot of one GPU, no GPU holds more than
 models_per_gpu jobs, and the workflow runs GPUs x models_per_gpu of them at once. Tested on the CPU
-with pretend GPUs (LENGTHGEN_GPUS): the jobs run on the CPU and record the slot they held."""
+with pretend GPUs (LENGTHGEN_GPUS), CUDA hidden: the jobs run on the CPU and record the slot they held,
+on a machine with fewer real GPUs too."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def most_started(log: str) -> int:
 
 def test_two_pretend_gpus_two_models_each_run_four_training_jobs_at_once(tmp_path):
     workdir = copy_workflow(tmp_path)
-    env = {GPUS_ENV: "2"}
+    env = {GPUS_ENV: "2", "CUDA_VISIBLE_DEVICES": ""}  # pretend GPUs, jobs on the CPU even where a GPU exists
     args = ("all", "--until", "train", "--configfile", "config/smoke.yaml", "--config", "models_per_gpu=2")
     done = snakemake(workdir, *args, "--cores", "6", env=env)  # cores for 6: the GPU slots cap it at 4
     assert most_started(done.stdout + done.stderr) == 4
