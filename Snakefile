@@ -1,5 +1,6 @@
 # lengthgen: reproduces "The Role of Sparsity for Length Generalization" (Golowich et al., ICML 2025).
 # Run `snakemake --cores N all`; see README.md and config/README.md.
+import os
 import sys
 
 from snakemake.utils import min_version
@@ -7,6 +8,10 @@ from snakemake.utils import min_version
 from pipeline_src.bookkeeping.status import unfinished_warning
 
 min_version("9.0")
+
+# Jobs run the `lengthgen` installed beside the Python that runs Snakemake, so that
+# `.venv/bin/snakemake ...` works without activating the environment.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 
 
 configfile: "config/config.yaml"

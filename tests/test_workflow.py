@@ -358,3 +358,15 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
     assert changed == [], f"differ from the uninterrupted run: {changed}"
     log = folder / "train_log.parquet"
     assert pl.read_parquet(log).drop("seconds").equals(pl.read_parquet(io.BytesIO(before[log])).drop("seconds"))
+
+
+def test_jobs_find_lengthgen_without_an_activated_environment(tmp_path):
+    """`.venv/bin/snakemake ...` as a new user types it: the environment's bin folder is not on PATH."""
+    workdir = copy_workflow(tmp_path)
+    bin_folder = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != bin_folder) or "/usr/bin"
+    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "results/data/sparse_parity/eval.parquet",
+                           "--configfile", "config/smoke.yaml"], cwd=workdir, env={**os.environ, "PATH": path},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (workdir / "results/data/sparse_parity/eval.parquet").exists()
