@@ -1,17 +1,15 @@
 # lengthgen: reproduces "The Role of Sparsity for Length Generalization" (Golowich et al., ICML 2025).
 # Run `snakemake --cores N all`; see README.md and config/README.md.
-import os
 import sys
 
 from snakemake.utils import min_version
 
+from pipeline_src.bookkeeping.environment import jobs_use_this_python
 from pipeline_src.bookkeeping.status import unfinished_warning
 
 min_version("9.0")
 
-# Jobs run the `lengthgen` installed beside the Python that runs Snakemake, so that
-# `.venv/bin/snakemake ...` works without activating the environment.
-os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+jobs_use_this_python()  # `.venv/bin/snakemake ...` works without activating the environment
 
 
 configfile: "config/config.yaml"
