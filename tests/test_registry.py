@@ -21,12 +21,25 @@ REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 
 
-def test_config_schema_names_exactly_the_registered_tasks_and_schemes():
-    schema = config_schema()
-    assert schema["properties"]["tasks"]["items"]["enum"] == [*TASKS, LANGUAGE]
-    assert schema["$defs"]["scheme"]["enum"] == list(SCHEMES)
-    for name, task in TASKS.items():
-        assert schema["properties"][name]["properties"]["data"] == task.layout.data_schema
+def test_the_config_check_accepts_every_registered_task_and_scheme_and_names_an_unknown_one():
+    import copy
+
+    import pytest
+
+    from tests.conftest import default_config
+
+    for scheme in SCHEMES:
+        config = copy.deepcopy(default_config())
+        config["sparse_parity_scratchpad"]["schemes"] = [scheme]
+        jobs.check(config)
+    config = copy.deepcopy(default_config())
+    config["sparse_parity_scratchpad"]["schemes"] = ["no_such_scheme"]
+    with pytest.raises(Exception, match="no_such_scheme"):
+        jobs.check(config)
+    config = copy.deepcopy(default_config())
+    config["tasks"] = [*config["tasks"], "no_such_task"]
+    with pytest.raises(Exception, match="no_such_task"):
+        jobs.check(config)
 
 
 def test_each_task_module_declares_its_task():

@@ -27,7 +27,6 @@ MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
 SCHEMES = {MAIN: "rope", SHORT_ROPE: "rope", SHORT_POSE: "rope_pose"}
 FIGURES = ("figure4", "language_pose")
 UNUSED_TRAIN_FIELDS = ("position_loss_weight", "pad_multiple", "length_grouping")  # windows are full, no ppc
-TARGET_FIELDS = ("context", "local", "n_targets", "seed")  # what fixes the draw of the analysed targets
 
 
 class LanguageConfigError(ValueError):
