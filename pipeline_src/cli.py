@@ -463,15 +463,17 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
 
 @main.command()
 @CONFIGFILES
-def check(configfiles: tuple[Path, ...]) -> None:
+@click.argument("listed", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     """Check a run's config as the workflow merges it (config/config.yaml, then each --configfile), without
     Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when
-    Snakemake says only that a config file is "not valid JSON or YAML"."""
+    Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
+    --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
     from .bookkeeping import config as jobs
     from .bookkeeping.status import StatusError, load_config
 
     try:
-        config = load_config(configfiles)
+        config = load_config((*configfiles, *listed))
     except StatusError as err:
         raise click.ClickException(str(err)) from None
     models = sum(len(jobs.cells(config, task)) for task in jobs.tasks(config))

@@ -24,6 +24,17 @@ def test_check_accepts_the_shipped_configs(monkeypatch):
         assert done.exit_code == 0 and done.output.startswith("config OK: tasks "), done.output
 
 
+def test_check_takes_config_files_as_snakemake_does_repeated_or_listed(monkeypatch):
+    monkeypatch.chdir(REPO)
+    repeated = run("check", "--configfile", "config/mid.yaml", "--configfile", "config/mid_names.yaml")
+    listed = run("check", "--configfile", "config/mid.yaml", "config/mid_names.yaml")
+    alone = run("check", "--configfile", "config/mid.yaml")
+    assert repeated.exit_code == listed.exit_code == 0 and repeated.output == listed.output
+    assert listed.output != alone.output  # mid_names.yaml counted (it trains fewer runs)
+    missing = run("check", "--configfile", "config/mid.yaml", "config/no_such.yaml")
+    assert missing.exit_code != 0 and "config/no_such.yaml" in missing.output
+
+
 def test_check_names_the_file_line_and_column_of_invalid_yaml(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     bad = tmp_path / "bad.yaml"

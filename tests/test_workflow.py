@@ -370,3 +370,11 @@ def test_jobs_find_lengthgen_without_an_activated_environment(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (workdir / "results/data/sparse_parity/eval.parquet").exists()
+
+
+def test_the_readme_counts_the_jobs_and_models_of_a_dry_run_of_the_default(tmp_path):
+    said = re.search(r"Today's default plans (\d+) jobs: (\d+) synthetic-task models and (\d+) language models",
+                     (REPO / "README.md").read_text())
+    assert said, "README: the sentence with the default run's job and model counts is gone"
+    plan = planned_jobs(snakemake(copy_workflow(tmp_path), "-n", "all"))
+    assert (sum(plan.values()), plan["train"], plan["language_train"]) == tuple(map(int, said.groups()))
