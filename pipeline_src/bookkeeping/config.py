@@ -24,6 +24,7 @@ from ..model_config import model_config
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
+from ..training.spec import drop_eager_compile
 
 
 class ConfigError(ValueError):
@@ -130,6 +131,7 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
         spec["k_train"] = _k_train(variant)
     if not get_scheme(scheme).predicts_positions:
         del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
+    drop_eager_compile(spec["train"])
     return spec
 
 

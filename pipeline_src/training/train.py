@@ -180,6 +180,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
         unread.clear()
 
     model.train()
+    forward = compiled(model, device) if opt.get("compile", False) else None
     try:
         while step < total:
             if stop_at_step is not None and step >= stop_at_step:
@@ -194,7 +195,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
             model.check_positions(positions)  # on the CPU: no host read of the device
             batch, positions = batch.to(device), to_device(positions, device)  # drawn on the CPU: the same on every device
-            numbers = train_step(model, optimizer, batch, positions, opt)  # stay on the device until read_log
+            numbers = train_step(model, optimizer, batch, positions, opt, forward)  # on the device until read_log
             step += 1
             unread.append((step, lr, time.perf_counter() - started, numbers))
             heldout = source.heldout_every and (step % source.heldout_every == 0 or step == total)
@@ -230,13 +231,14 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
 
 
 def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,
-               opt: dict) -> torch.Tensor:
+               opt: dict, forward: Callable | None = None) -> torch.Tensor:
     """One update of ``model`` on ``batch`` (on the model's device; ``positions`` [B, T+1] the IDs of
-    its inputs and of the last target, already checked). Returns [loss, accuracy, position accuracy
-    (NaN without a position head), gradient norm] as float64 on the device (float64 holds the float32
-    loss and norm exactly): nothing is read back to the host."""
+    its inputs and of the last target, already checked), through ``forward`` (the model compiled,
+    :func:`compiled`) if given. Returns [loss, accuracy, position accuracy (NaN without a position
+    head), gradient norm] as float64 on the device (float64 holds the float32 loss and norm
+    exactly): nothing is read back to the host."""
     with autocast(positions.device, opt["precision"]):
-        out = model(batch.inputs, positions[:, :-1], positions_checked=True)
+        out = (model if forward is None else forward)(batch.inputs, positions[:, :-1], positions_checked=True)
     picked = batch.scored(out.token_logits).float()
     answer = batch.scored(batch.targets)
     loss = F.cross_entropy(picked, answer)
@@ -252,6 +254,18 @@ def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions
     optimizer.step()
     accuracy = (picked.argmax(-1) == answer).double().mean()
     return torch.stack((loss.double(), accuracy, position_accuracy, grad_norm.double()))
+
+
+COMPILE_BACKEND = "inductor"  # torch.compile's backend (tests use a cheaper one)
+
+
+def compiled(model: Decoder, device: torch.device) -> Callable:
+    """``model``'s forward through ``torch.compile``: CUDA graphs (mode ``reduce-overhead``) on a GPU,
+    where a small model's step is bound by kernel launches; fused kernels on the CPU. Shapes that vary
+    from batch to batch (length grouping) are compiled once each, then as dynamic. Weights, optimizer
+    and checkpoints stay the model's own."""
+    mode = "reduce-overhead" if device.type == "cuda" else None
+    return torch.compile(model, mode=mode, backend=COMPILE_BACKEND)
 
 
 def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,

@@ -1,0 +1,9 @@
+"""What of a config's ``train`` block enters a training job's spec (torch-free: the workflow imports it)."""
+
+from __future__ import annotations
+
+
+def drop_eager_compile(train: dict) -> None:
+    """``compile: false`` means what its absence means: out of the spec, so writing it reruns nothing."""
+    if not train.get("compile", False):
+        train.pop("compile", None)

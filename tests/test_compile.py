@@ -1,0 +1,63 @@
+"""``train.compile``: training through ``torch.compile`` gives the eager numbers (within float
+tolerance) and resumes like an eager run; ``compile: false`` is the same job as no ``compile``. The
+default-suite tests compile with the ``aot_eager`` backend (the graph capture, no C++ build); the
+slow one with the inductor backend a run uses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.storage.canonical import config_hash
+from pipeline_src.training import train as training
+from tests.conftest import default_config, tiny_train_spec
+
+quiet = {"progress": lambda line: None}
+STEPS = 20
+
+
+def weights(out_dir):
+    return load_file(out_dir / "model.safetensors")
+
+
+def assert_close_runs(a, b, atol: float) -> None:
+    first, second = weights(a), weights(b)
+    assert first.keys() == second.keys()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], atol=atol, rtol=0, msg=name)
+
+
+def compiled_equals_eager_and_resumes(tmp_path, train_data, scheme: str, atol: float) -> None:
+    eager = tiny_train_spec(scheme, steps=STEPS, log_every=5, checkpoint_every=10)
+    compiled = tiny_train_spec(scheme, steps=STEPS, log_every=5, checkpoint_every=10, compile=True)
+    training.train(eager, train_data, tmp_path / "eager", **quiet)
+    training.train(compiled, train_data, tmp_path / "compiled", **quiet)
+    assert_close_runs(tmp_path / "eager", tmp_path / "compiled", atol)
+    assert training.train(compiled, train_data, tmp_path / "resumed", stop_at_step=13, **quiet) == {"stopped_at": 13}
+    lines = []
+    training.train(compiled, train_data, tmp_path / "resumed", progress=lines.append)
+    assert any("resuming" in line and "step 10" in line for line in lines)
+    assert_close_runs(tmp_path / "compiled", tmp_path / "resumed", atol)
+
+
+def test_compiled_training_gives_the_eager_numbers_and_resumes(tmp_path, train_data, monkeypatch):
+    monkeypatch.setattr(training, "COMPILE_BACKEND", "aot_eager")
+    compiled_equals_eager_and_resumes(tmp_path, train_data, "ppc", atol=1e-5)  # with the position head
+
+
+@pytest.mark.slow
+def test_inductor_compiled_training_gives_the_eager_numbers_and_resumes(tmp_path, train_data):
+    compiled_equals_eager_and_resumes(tmp_path, train_data, "ppc", atol=1e-4)
+
+
+def test_compile_false_is_the_job_without_it_and_true_another():
+    config = default_config()
+    plain = jobs.train_spec(config, "addition", "direct", "ppc", 0)
+    config["addition"]["train"]["compile"] = False
+    assert jobs.train_spec(config, "addition", "direct", "ppc", 0) == plain
+    config["addition"]["train"]["compile"] = True
+    with_compile = jobs.train_spec(config, "addition", "direct", "ppc", 0)
+    assert with_compile["train"]["compile"] is True and config_hash(with_compile) != config_hash(plain)
+    jobs.check(config)
