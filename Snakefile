@@ -4,12 +4,13 @@ import sys
 
 from snakemake.utils import min_version
 
-from pipeline_src.bookkeeping.environment import jobs_use_this_python
+from pipeline_src.bookkeeping.environment import jobs_use_this_python, quiet_report_about_absent_files
 from pipeline_src.bookkeeping.status import unfinished_warning
 
 min_version("9.0")
 
 jobs_use_this_python()  # `.venv/bin/snakemake ...` works without activating the environment
+quiet_report_about_absent_files()  # no warning per file a report's config has not made yet
 
 
 configfile: "config/config.yaml"

@@ -237,6 +237,29 @@ def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_ca
     assert "11 evaluation samples" not in raw
 
 
+def test_a_report_of_a_config_whose_runs_are_absent_prints_no_line_per_absent_file(pipeline):
+    """After the smoke run, `snakemake --report` of the default config: its runs were never made, and
+    Snakemake's "Missing metadata" warning for each of their files is dropped."""
+    done = snakemake(pipeline, "--report", "default.html")
+    assert "Missing metadata" not in done.stdout + done.stderr
+    assert (pipeline / "default.html").exists()
+
+
+def test_a_made_file_without_metadata_still_gets_its_warning(tmp_path):
+    import logging
+
+    from pipeline_src.bookkeeping.environment import _AbsentFiles
+
+    made = tmp_path / "made.parquet"
+    made.touch()
+    def record(path):
+        return logging.LogRecord("snakemake.logging", logging.WARNING, __file__, 0,
+                                 f"Missing metadata for file {path}. Maybe metadata was deleted ...", None, None)
+
+    assert _AbsentFiles().filter(record(made)) and not _AbsentFiles().filter(record(tmp_path / "absent.parquet"))
+    assert _AbsentFiles().filter(logging.LogRecord("snakemake.logging", logging.WARNING, __file__, 0, "other", None, None))
+
+
 TINY_TRAIN = {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2, "checkpoint_every": 2}
 TINY = {  # sparse parity: two cells (seeds 0 and 1), each a few seconds from data to accuracy
     "tasks": ["sparse_parity"],
