@@ -51,3 +51,21 @@ def rendered_text(page: Path) -> str:
     parser = _VisibleText()
     parser.feed(done.stdout)
     return re.sub(r"\s+", " ", "".join(parser.parts))
+
+
+def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800)) -> str:
+    """The value of the JavaScript ``expression`` in ``page`` as the browser shows it in a window of
+    ``window`` pixels, a moment after load (the report builds its page with scripts)."""
+    if BROWSER is None:
+        pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
+    probe = Path(page).with_name(Path(page).stem + ".measured.html")
+    script = ("<script>setTimeout(function () { var out; try { out = String(" + expression + "); }"
+              " catch (err) { out = 'error: ' + err; } document.title = 'MEASURED[' + out + ']'; }, 1500);</script>")
+    probe.write_text(Path(page).read_text().replace("</body>", script + "</body>"))
+    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                           f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
+                           probe.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r"MEASURED\[(.*?)\]", done.stdout)
+    assert found, "the measuring script did not run"
+    return found[1]

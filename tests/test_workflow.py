@@ -219,6 +219,21 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     assert "1 layer," in raw and "1 layers" not in raw  # the smoke models have one layer
 
 
+def test_the_report_landing_page_starts_inside_the_window(pipeline):
+    """Snakemake's template centres a page taller than the window, which would push its top out of
+    reach; the landing page's first line and its first heading are in view at 1280 x 800."""
+    from tests.browser import measured
+
+    snakemake(pipeline, "--report", "window.html", "--configfile", "config/smoke.yaml")
+    top = ("(function (start) { var all = Array.prototype.slice.call(document.querySelectorAll('p, strong'));"
+           " var el = all.filter(function (e) { return e.textContent.indexOf(start) === 0; })[0];"
+           " return el ? el.getBoundingClientRect().top : 'missing'; })")
+    for start in ("The checkout that made this report", "Code and libraries"):
+        value = measured(pipeline / "window.html", f"{top}('{start}')")
+        assert value != "missing", start
+        assert 0 <= float(value) < 800, f"{start!r} starts at {value} px, outside the 800 px window"
+
+
 def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_caption(pipeline):
     """A report made with a config other than the figures': the landing page names the figure and
     the values that differ; the captions still state what the figures were made with."""

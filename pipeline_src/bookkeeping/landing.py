@@ -27,6 +27,11 @@ from .status import cell_jobs, diff_fields, unfinished_cells
 
 TRAIN_RULES = ("train", "language_train")
 
+# Snakemake's page template centres the page's content vertically in a window-high box: a landing
+# page taller than the window would start above the window's top, out of reach of the scroll bar.
+# This style (in the page's own HTML, so only while the page is shown) aligns it to the top instead.
+TOP_ALIGNED = [".. raw:: html", "", "   <style>.h-screen.items-center { align-items: flex-start; }</style>", ""]
+
 
 def expected_values(config: dict, figure: str) -> dict[str, dict[str, list]]:
     """Per rule upstream of ``figure``, each config field's values under ``config`` (the shape of a
@@ -102,7 +107,8 @@ def render(config: dict) -> str:
     code = code_version()
     dirty = {True: "yes", False: "no", None: "unknown"}[code["git_dirty"]]
     libraries = "; ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
-    lines = ["The checkout that made this report, whether each figure was made with the config this report",
+    lines = [*TOP_ALIGNED,
+             "The checkout that made this report, whether each figure was made with the config this report",
              "was given (each figure's caption states what it was made with), and the cells that did not",
              "finish.", "",
              "**Code and libraries**", "",
