@@ -198,7 +198,7 @@ def test_bad_configs_name_the_file(workdir):
 
 
 def test_task_filter(workdir):
-    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity"])
+    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity", "--wide"])
     assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 diverged, 0 stale, 1 missing")
     shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "parity_scratchpad"])
     assert shown.exit_code != 0 and "not synthetic tasks of this config: parity_scratchpad" in shown.output
