@@ -113,11 +113,8 @@ def _our_step(model: Decoder, tokens, positions, targets, precision) -> Callable
     gradient clipping, AdamW) on a batch of full windows; its numbers stay on the device."""
     opt = {"precision": precision, "grad_clip": 1.0, "lr": 1e-3, "betas": (0.9, 0.999), "weight_decay": 0.01}
     optimizer = make_optimizer(model, opt)
-    B, T = tokens.shape
     ids = torch.cat((positions, positions[:, -1:] + 1), dim=1)  # the inputs' IDs, then the last target's
-    batch = TrainingBatch(inputs=tokens, positions=ids, targets=targets,
-                          loss_mask=torch.ones(B, T, dtype=torch.bool, device=tokens.device),
-                          lengths=torch.full((B,), T, device=tokens.device), scored_rows=None)
+    batch = TrainingBatch.full_windows(tokens, ids, targets)
     return lambda: train_step(model, optimizer, batch, ids, opt)
 
 

@@ -88,7 +88,7 @@ def greedy_decode(model: Decoder, prompt: torch.Tensor, prompt_positions: torch.
             cache = out.cache
         else:
             out = model(tokens, positions)
-        next_token = out.token_logits[:, -1].float().argmax(dim=-1)  # fp32: bf16 ties no argmax
+        next_token = out.token_logits[:, -1].float().argmax(dim=-1)  # in fp32 (under bf16 autocast too)
         if response_positions is not None:
             next_position = response_positions[:, j].to(prompt_positions.dtype)
         else:

@@ -72,10 +72,8 @@ class WindowSource:
     def next_batch(self, generator: torch.Generator) -> TrainingBatch:
         starts = torch.randint(len(self), (self.batch_size,), generator=generator)
         windows = self.stream[starts[:, None] + self.offsets]
-        B, T = self.batch_size, self.context
-        return TrainingBatch(inputs=windows[:, :-1], positions=self.offsets.expand(B, -1).clone(),
-                             targets=windows[:, 1:], loss_mask=torch.ones(B, T, dtype=torch.bool),
-                             lengths=torch.full((B,), T, dtype=torch.long), scored_rows=None)
+        return TrainingBatch.full_windows(windows[:, :-1], self.offsets.expand(self.batch_size, -1).clone(),
+                                          windows[:, 1:])
 
 
 FLOAT64_ELEMENTS = 1 << 24  # 128 MB: the most float64 logits position_losses holds at once

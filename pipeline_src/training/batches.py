@@ -56,6 +56,14 @@ class TrainingBatch:
         return TrainingBatch(**{f.name: None if (value := getattr(self, f.name)) is None else to_device(value, device)
                                 for f in fields(self)})
 
+    @classmethod
+    def full_windows(cls, inputs: torch.Tensor, positions: torch.Tensor, targets: torch.Tensor) -> "TrainingBatch":
+        """A batch of full windows, every target scored (``positions`` [B, T+1] as for any batch)."""
+        B, T = inputs.shape
+        return cls(inputs=inputs, positions=positions, targets=targets,
+                   loss_mask=torch.ones(B, T, dtype=torch.bool, device=inputs.device),
+                   lengths=torch.full((B,), T, dtype=torch.long, device=inputs.device), scored_rows=None)
+
     def scored(self, values: torch.Tensor) -> torch.Tensor:
         """The rows of ``values`` [B, T, ...] where a target is scored, as [n, ...] in row-major order
         (the same values, in the same order, as ``values[loss_mask]``). With every target scored, a

@@ -201,7 +201,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             heldout = source.heldout_every and (step % source.heldout_every == 0 or step == total)
             reported = step % opt["log_every"] == 0 or step == total
             checkpoint = step % opt["checkpoint_every"] == 0 and step < total
-            if heldout or reported or checkpoint or step == total:
+            if heldout or reported or checkpoint:  # (reported includes the last step)
                 read_log()
             if heldout:
                 with autocast(device, opt["precision"]):
