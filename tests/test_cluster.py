@@ -99,7 +99,7 @@ def test_with_cuda_model_jobs_request_a_gpu_and_nothing_else_does(dry_run):
 
 @pytest.fixture(scope="module")
 def cpu_listing(workdir) -> str:
-    """device: cpu, and models packed 8 to a submission as README says."""
+    """device: cpu, and models packed 8 to a submission as docs/cluster.md says."""
     return slurm_dry_run(workdir, {**ENV, "LENGTHGEN_SLURM_MODELS_PER_GPU": "8"}, device="cpu")
 
 
@@ -112,7 +112,7 @@ def test_with_device_cpu_no_job_requests_a_gpu(cpu_listing):
 def test_a_group_job_without_gpu_stays_within_one_submission(cpu_listing):
     """Eight CPU models to a group: never 8 x the CPUs and memory of a job of four, but one
     submission's 8 CPUs and 32000 MB shared by the eight."""
-    assert "LENGTHGEN_SLURM_MODELS_PER_GPU=" in readme_cluster_section()
+    assert "LENGTHGEN_SLURM_MODELS_PER_GPU=" in cluster_page_section()
     assert cpu_listing.count("Group job models") == -(-MODELS // 8)
     group = group_request(requested(cpu_listing), 8)
     assert group.get("gres", "") == "" and group["gpu"] == 0
@@ -164,16 +164,16 @@ def test_node_size_settings_size_every_model_submission(workdir):
     assert "lengthgen train" in listing and not re.search(r"lengthgen (train|evaluate) .*--threads [^1]", listing)
 
 
-def readme_cluster_section() -> str:
-    text = (REPO / "README.md").read_text()
+def cluster_page_section() -> str:
+    text = (REPO / "docs" / "cluster.md").read_text()
     return text.split("## Run on a cluster", 1)[1].split("\n## ", 1)[0]
 
 
-def test_the_readme_runtime_override_keeps_the_rest_of_the_profile(workdir, dry_run):
-    """README's way to give training more time changes that and nothing else: a --set-resources
+def test_the_documented_runtime_override_keeps_the_rest_of_the_profile(workdir, dry_run):
+    """docs/cluster.md's way to give training more time changes that and nothing else: a --set-resources
     on the command line would replace the profile's whole set-resources."""
     override = {"LENGTHGEN_SLURM_TRAIN_RUNTIME": "1440"}
-    assert "LENGTHGEN_SLURM_TRAIN_RUNTIME=1440 snakemake all --workflow-profile profiles/slurm" in readme_cluster_section()
+    assert "LENGTHGEN_SLURM_TRAIN_RUNTIME=1440 snakemake all --workflow-profile profiles/slurm" in cluster_page_section()
     changed = requested(slurm_dry_run(workdir, {**ENV, **override}))
     assert {r["runtime"] for r in changed["train"]} == {"1440"}
     assert [{**r, "runtime": "720"} for r in changed["train"]] == dry_run["train"]
@@ -181,10 +181,10 @@ def test_the_readme_runtime_override_keeps_the_rest_of_the_profile(workdir, dry_
         {rule: jobs for rule, jobs in dry_run.items() if rule != "train"}
 
 
-def test_the_readme_says_what_an_unset_account_does():
+def test_the_cluster_page_says_what_an_unset_account_does():
     """snakemake-executor-plugin-slurm's guess of an account fails (its sacct call is a pipe run
     without a shell), so an unset LENGTHGEN_SLURM_ACCOUNT means sbatch without -A."""
-    section = readme_cluster_section()
+    section = cluster_page_section()
     account = next(line for line in section.splitlines() if "LENGTHGEN_SLURM_ACCOUNT=" in line)
     assert "guess" not in section and "no `-A`" in account, account
 

@@ -23,7 +23,7 @@ pytest.importorskip("snakemake_executor_plugin_slurm")
 pytestmark = pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))
 
 # The node has this machine's CPUs; a submission of models sharing a GPU takes 2 of them, two models
-# to a GPU, each model job 1 CPU and 2000 MB (README, "Run on a cluster").
+# to a GPU, each model job 1 CPU and 2000 MB (docs/cluster.md, "Run on a cluster").
 SETTINGS = {"LENGTHGEN_SLURM_PARTITION": "cpu", "LENGTHGEN_SLURM_GPU_PARTITION": "gpu",
             "LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "4000",
             "LENGTHGEN_SLURM_MODELS_PER_GPU": "2"}
@@ -34,7 +34,7 @@ TWO_CELLS = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0, 1]}}
 
 
 def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str) -> tuple[subprocess.CompletedProcess, float]:
-    """``snakemake <target>`` through profiles/slurm as README shows it; the result and its seconds."""
+    """``snakemake <target>`` through profiles/slurm as docs/cluster.md shows it; the result and its seconds."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     start = time.monotonic()
     done = subprocess.run(
