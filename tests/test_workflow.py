@@ -184,6 +184,14 @@ def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, 
     assert "Job stats" not in done.stdout + done.stderr
 
 
+def test_every_figure_of_the_run_shows_its_text_readable_in_the_report(pipeline):
+    """No plot job warned that its smallest text shows under MIN_TEXT_PX at the report's width."""
+    logs = sorted((pipeline / "results" / "logs" / "figures").glob("*.log"))
+    assert len(logs) == len(FIGURES)
+    warned = [path.name for path in logs if "smallest text shows" in path.read_text()]
+    assert not warned, warned
+
+
 def test_lint_is_clean(pipeline):
     done = snakemake(pipeline, "--lint", check=False)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,8 +1,11 @@
 """Shared figure plumbing: reading evaluation results, seed aggregation, naming the runs whose
-training diverged (they have no accuracy and are left out of the means), reproducible saving."""
+training diverged (they have no accuracy and are left out of the means), grids of panels that stay
+readable in the report, reproducible saving."""
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +20,12 @@ from ..bookkeeping.provenance import attach, build_record, upstream_values  # no
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
+DPI = 150  # every PNG's resolution
+# Snakemake's report shows an image at most this wide (px) in a 1280 x 800 window, scaling a wider one
+# down: a 2266-px figure's 7-pt labels (15 px in the image) showed about 7 px tall there.
+REPORT_WIDTH_PX = 1039
+MIN_TEXT_PX = 9  # the smallest text a figure may show, in px, at the size the report shows it
+MAX_COLUMNS = 3  # panels per row of a many-panel figure: 3 panels of about 3.5 in keep 7-pt text readable
 
 
 def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
@@ -67,6 +76,42 @@ def note_diverged(fig, frame: pl.DataFrame) -> None:
                  ha="center", va="top", fontsize=8, color="tab:red", wrap=True)
 
 
+def grid_columns(panels: int, most: int = MAX_COLUMNS) -> int:
+    """Columns of a grid of ``panels`` panels: all in one row up to ``most``; beyond, the number
+    from 2 to ``most`` that leaves the fewest cells empty (the more columns on a tie)."""
+    if panels <= most:
+        return panels
+    return min(range(2, most + 1), key=lambda columns: (math.ceil(panels / columns) * columns - panels, -columns))
+
+
+def panel_grid(panels: int, most: int = MAX_COLUMNS) -> tuple[int, int]:
+    """(rows, columns) of :func:`grid_columns`' grid of ``panels`` panels."""
+    columns = grid_columns(panels, most)
+    return math.ceil(panels / columns), columns
+
+
+def suptitle(fig, text: str) -> None:
+    """``fig``'s title, wrapped to the figure's width (a one-line title wider than the panels would
+    widen the saved image, and shrink everything in it, by the title's overhang)."""
+    import textwrap
+
+    fig.suptitle(textwrap.fill(text, max(40, int(fig.get_figwidth() * 12))), fontsize=10)
+
+
+def text_px_in_report(fig) -> float:
+    """The height in px of ``fig``'s smallest visible text as the report shows the saved PNG (font
+    size at :data:`DPI`, scaled down when the tight image is wider than :data:`REPORT_WIDTH_PX`)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # tick labels get their text when drawn
+    renderer = fig.canvas.get_renderer()
+    sizes = [text.get_fontsize() for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip()]
+    if not sizes:
+        return math.inf
+    width_px = (fig.get_tightbbox(renderer).width + 0.2) * DPI  # savefig's bbox_inches="tight", 0.1-in pad each side
+    return min(sizes) * DPI / 72 * min(1.0, REPORT_WIDTH_PX / width_px)
+
+
 def _seeds(spec: dict) -> dict:
     """The seeds a figure's record lists: the training seeds of a synthetic figure (``seeds``), the
     bootstrap seed of a language figure (``seed``)."""
@@ -81,8 +126,12 @@ def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Pa
     record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
                           seeds=_seeds(spec), task=spec.get("task"))
     record["made_with"] = upstream_values(inputs)
+    shown = text_px_in_report(fig)
+    if shown < MIN_TEXT_PX:
+        print(f"warning: {rule}: its smallest text shows {shown:.1f} px tall in the report (at least {MIN_TEXT_PX} "
+              "wanted): fewer panels per row or a larger font", file=sys.stderr)
     for path in outputs:
         path = Path(path)
         attach(path, record, lambda tmp, _meta, path=path: fig.savefig(
-            tmp, format=path.suffix[1:], metadata=_METADATA[path.suffix], dpi=150, bbox_inches="tight"))
+            tmp, format=path.suffix[1:], metadata=_METADATA[path.suffix], dpi=DPI, bbox_inches="tight"))
     plt.close(fig)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import note_diverged, mean_over_seeds, read_accuracy, save_figure
+from .common import mean_over_seeds, note_diverged, read_accuracy, save_figure, suptitle
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:
@@ -59,6 +59,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                 ax.set_ylabel("accuracy")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="k_test", fontsize=8)
-    fig.suptitle("Sparse parity: length generalization (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
+    suptitle(fig, "Sparse parity: length generalization (mean over seeds; band: 95% interval, seeds pooled)")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

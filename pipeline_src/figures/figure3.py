@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import note_diverged, read_accuracy, save_figure
+from .common import note_diverged, panel_grid, read_accuracy, save_figure, suptitle
 
 PANELS = (  # title, metric, runs (variant, scheme)
     ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),
@@ -27,8 +27,12 @@ PANELS = (  # title, metric, runs (variant, scheme)
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure3") -> None:
     frame = read_accuracy(inputs)
-    fig, axes = plt.subplots(1, len(PANELS), sharey=True, figsize=(13, 3.6), layout="constrained")
-    for ax, (title, metric, runs) in zip(axes, PANELS):
+    rows, columns = panel_grid(len(PANELS))
+    fig, axes = plt.subplots(rows, columns, squeeze=False, sharey=True, figsize=(3.4 * columns, 3.3 * rows),
+                             layout="constrained")
+    for ax in axes.ravel()[len(PANELS):]:
+        ax.set_visible(False)
+    for ax, (title, metric, runs) in zip(axes.ravel(), PANELS):
         summary = lines.summarize(frame, metric)
         lines.draw(ax, summary, runs, spec, title=title, with_variant=False,
                    per_seed=frame.filter(pl.col("metric") == metric))
@@ -37,8 +41,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         if present.is_empty():
             ax.text(0.5, 0.5, "not in this config", ha="center", va="center", transform=ax.transAxes)
         else:
-            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # off the data
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)  # off the data
         ax.set_xlabel("statements n")
-    fig.suptitle("Variable assignment: length generalization (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
+    suptitle(fig, "Variable assignment: length generalization (mean over seeds; band: 95% interval, seeds pooled)")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

@@ -13,7 +13,6 @@ baseline is what the target's own far context adds beyond selection.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -21,20 +20,13 @@ import numpy as np
 
 from ..storage import datasets
 from ..language import influence
-from .common import save_figure
+from .common import panel_grid, save_figure, suptitle
 
 
 # The last panel's curves: the influential tokens, then the two null baselines.
 CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o"),
           ("other_loss", "chosen alike from another document", "tab:orange", "s"),
           ("random_loss", "k far tokens at random (mean of draws)", "0.45", "^"))
-
-
-def grid_columns(panels: int) -> int:
-    """Columns (3 to 5, fewer for fewer panels) of the grid that leaves the fewest cells empty."""
-    if panels <= 3:
-        return panels
-    return min(range(3, 6), key=lambda columns: (math.ceil(panels / columns) * columns - panels, -columns))
 
 
 def read_influence(path: Path, spec: dict):
@@ -56,9 +48,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     pad = 0.05 * (high - low) or 0.01  # axes fitted to the data (with a margin)
     limits = (low - pad, high + pad)
 
-    panels = k_max + 1
-    columns = grid_columns(panels)
-    rows = math.ceil(panels / columns)
+    rows, columns = panel_grid(k_max + 1)
     fig, axes = plt.subplots(rows, columns, squeeze=False, figsize=(3.0 * columns, 2.9 * rows), layout="constrained")
     flat = axes.ravel()
     counts = None
@@ -102,8 +92,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax.set_title(f"{n} of {frame.height} targets with gain > {threshold:g}", fontsize=9)
     if counts is not None:  # one scale for every panel (vmin, vmax fixed)
         fig.colorbar(counts, ax=axes.ravel().tolist(), location="left", shrink=0.6, label="targets per hexagon")
-    for ax in flat[panels:]:
+    for ax in flat[k_max + 1:]:
         ax.set_visible(False)
-    fig.suptitle(f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']} "
-                 f"({frame.height} held-out targets)", fontsize=10)
+    suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']} "
+                  f"({frame.height} held-out targets)")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")

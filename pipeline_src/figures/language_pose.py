@@ -25,7 +25,7 @@ from ..storage import datasets
 from ..language import influence
 from ..language.config import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
-from .common import save_figure
+from .common import save_figure, suptitle
 from .figure4 import read_influence
 
 MODEL_COLOURS = {"main": "0.3", SHORT_ROPE: "tab:purple", SHORT_POSE: "tab:blue"}
@@ -119,5 +119,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "langu
     right.set_ylabel("L_long(short_rope) - L_long(short_pose) (nats)")
     right.set_title(f"Gain from PoSE at context {spec['context']} ({table.height} targets with gain > "
                     f"{spec['gain_threshold']:g})", fontsize=9, pad=14)
-    fig.suptitle("RoPE vs RoPE + PoSE trained at the short context", fontsize=10)
+    suptitle(fig, "RoPE vs RoPE + PoSE trained at the short context")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")

@@ -13,7 +13,7 @@ import polars as pl
 
 from ..evaluation import accuracy_schema
 from ..schemes import SCHEMES
-from .common import mean_over_seeds
+from .common import mean_over_seeds, suptitle
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 STYLES = ("-", "--", ":", "-.")  # the other variants' styles (k_train variants), by their place in the spec
@@ -113,7 +113,7 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
         ax.set_xlabel(x_label)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    suptitle(fig, title)
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)
 

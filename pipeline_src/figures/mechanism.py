@@ -19,7 +19,7 @@ import polars as pl
 
 from ..evaluation import accuracy_schema, mechanism_schema
 from . import lines
-from .common import note_diverged, read_accuracy, save_figure
+from .common import note_diverged, panel_grid, read_accuracy, save_figure, suptitle
 
 RUN = ["variant", "scheme", "seed"]
 
@@ -56,7 +56,12 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
     styles = lines.variant_styles(spec)
     draw = functools.partial(lines.draw, runs=runs, spec=spec, with_variant=with_variant, styles=styles)
     panels = len(layers) + 3
-    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 3.6), layout="constrained")
+    rows, columns = panel_grid(panels)
+    fig, grid = plt.subplots(rows, columns, squeeze=False, figsize=(3.4 * columns + 1.6, 3.2 * rows),
+                             layout="constrained")
+    for ax in grid.ravel()[panels:]:
+        ax.set_visible(False)
+    axes = grid.ravel()[:panels]
 
     exact = frame.filter((pl.col("metric") == "exact_match") & pl.col("accuracy").is_not_null())
     draw(axes[0], seed_band(exact, "accuracy"), title="exact match")
@@ -78,7 +83,6 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
         ax.set_xlabel("length")
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
-    fig.suptitle(f"{task.summary.rstrip('.')}: accuracy and attention on the tokens each output depends on",
-                 fontsize=10)
+    suptitle(fig, f"{task.summary.rstrip('.')}: accuracy and attention on the tokens each output depends on")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, [*accuracy, *(paths[name] for paths in mechanism for name in sorted(paths))])

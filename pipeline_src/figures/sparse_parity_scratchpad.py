@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import note_diverged, read_accuracy, save_figure
+from .common import note_diverged, read_accuracy, save_figure, suptitle
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "sparse_parity_scratchpad") -> None:
@@ -32,6 +32,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "spars
             axes[row][col].set_xlabel("length 2l")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
-    fig.suptitle("Sparse parity with a scratchpad: answer accuracy (mean over seeds; band: 95% interval, seeds pooled)", fontsize=10)
+    suptitle(fig, "Sparse parity with a scratchpad: answer accuracy (mean over seeds; band: 95% interval, seeds pooled)")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

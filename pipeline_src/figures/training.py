@@ -1,8 +1,9 @@
 """A task's training-curve figure: how every model of the task's figure trained.
 
-Two rows of panels against the training step, one column per positional scheme: the training loss
-(log scale; under ppc it includes the weighted position-ID loss) and the training accuracy (the
-fraction of response tokens predicted right in the step's batch). Every model is its own line: seeds
+Per positional scheme, two panels against the training step, one above the other: the training
+loss (log scale; under ppc it includes the weighted position-ID loss) and the training accuracy (the
+fraction of response tokens predicted right in the step's batch); at most three schemes side by side,
+so that the report shows the text readable, each metric on one scale across schemes. Every model is its own line: seeds
 as separate lines of the scheme's colour, variants by line style. A log longer than
 :data:`MAX_POINTS` steps is drawn as the means of consecutive steps. A run whose training diverged
 has a log up to its last finite step: it is drawn, ends in a red cross, and is named under the figure.
@@ -19,7 +20,7 @@ from matplotlib.ticker import LogFormatterSciNotation
 
 from ..bookkeeping.provenance import read_record
 from . import lines
-from .common import diverged_cells, note_diverged, read_accuracy, save_figure
+from .common import diverged_cells, note_diverged, panel_grid, read_accuracy, save_figure, suptitle
 
 RUN = ("task", "variant", "scheme", "seed")  # what a log's provenance record names of its model
 # the log columns drawn, each with its axis label and scale (row by row)
@@ -61,6 +62,13 @@ def thinned(log: pl.DataFrame, points: int = MAX_POINTS) -> pl.DataFrame:
             .agg(pl.col("step").last(), *(pl.col(metric).mean() for metric in METRICS)))
 
 
+def panels_of(grid, index: int, columns: int) -> list:
+    """The panels (one per metric, top to bottom) of the ``index``-th scheme in ``grid``, whose
+    schemes fill ``columns`` columns per group of metric rows."""
+    group, column = divmod(index, columns)
+    return [grid[group * len(METRICS) + row, column] for row in range(len(METRICS))]
+
+
 def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path], rule: str) -> None:
     """Draw the training-curve figure of ``spec["task"]`` from each model's training log (``logs``);
     the accuracy tables (``accuracy``) say which runs diverged."""
@@ -72,36 +80,50 @@ def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path]
     runs, styles = lines.runs_of(spec), lines.variant_styles(spec)
     schemes = list(dict.fromkeys(scheme for _, scheme in runs))
     palette, cycle = lines.scheme_colours(), plt.get_cmap("tab10")
-    fig, axes = plt.subplots(len(METRICS), len(schemes), squeeze=False, sharex="col", sharey="row",
-                             figsize=(1.5 + 3.2 * len(schemes), 5.4), layout="constrained")
+    groups, columns = panel_grid(len(schemes))  # a row of loss panels over a row of accuracy panels, per group
+    fig, grid = plt.subplots(len(METRICS) * groups, columns, squeeze=False, sharex=True,
+                             figsize=(1.5 + 3.2 * columns, 2.7 * len(METRICS) * groups), layout="constrained")
+    for row in range(len(METRICS), len(METRICS) * groups):  # each metric's panels on one y scale
+        for ax in grid[row]:
+            ax.sharey(grid[row % len(METRICS), 0])
+    for row in range(len(METRICS)):
+        for ax in grid[row, 1:]:
+            ax.sharey(grid[row, 0])
     for column, scheme in enumerate(schemes):
+        axes = panels_of(grid, column, columns)
         colour = palette.get(scheme, cycle(column % 10))
         for variant in (variant for variant, name in runs if name == scheme):
             models = curves.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
             for (seed,), log in models.sort("seed", "step").group_by(["seed"], maintain_order=True):
                 log = thinned(log)
-                for ax, metric in zip(axes[:, column], METRICS):
+                for ax, metric in zip(axes, METRICS):
                     ax.plot(log["step"], log[metric], color=colour, ls=styles.get(variant, "-"), lw=0.9,
                             alpha=0.85, gid=f"{variant}/{scheme}/seed{seed}")
                     if (variant, scheme, seed) in diverged:
                         ax.plot(log["step"][-1:], log[metric][-1:], marker="x", ms=7, mew=1.8, color="tab:red",
                                 ls="none", gid=f"diverged {variant}/{scheme}/seed{seed}")
-        axes[0, column].set_title(scheme, fontsize=9)
-        axes[-1, column].set_xlabel("step")
-    for row, (label, scale) in enumerate(METRICS.values()):
-        axes[row, 0].set_ylabel(label)
-        axes[row, 0].set_yscale(scale)
+        axes[0].set_title(scheme, fontsize=9)
+        axes[-1].set_xlabel("step")
+        axes[-1].xaxis.set_tick_params(labelbottom=True)
+    for column in range(len(schemes), groups * columns):  # the last group's empty cells
+        for ax in panels_of(grid, column, columns):
+            ax.set_visible(False)
+    for row, (metric, (label, scale)) in enumerate(list(METRICS.items()) * groups):
+        grid[row, 0].set_ylabel(label)
+        grid[row, 0].set_yscale(scale)
         if scale == "log":
-            axes[row, 0].yaxis.set_major_formatter(PlainLog())
-            axes[row, 0].yaxis.set_minor_formatter(PlainLog(labelOnlyBase=False))
-    axes[list(METRICS).index("accuracy"), 0].set_ylim(-0.02, 1.02)
+            grid[row, 0].yaxis.set_major_formatter(PlainLog())
+            grid[row, 0].yaxis.set_minor_formatter(PlainLog(labelOnlyBase=False))
+        if metric == "accuracy":
+            grid[row, 0].set_ylim(-0.02, 1.02)
+        for ax in grid[row, 1:]:
+            ax.yaxis.set_tick_params(labelleft=False)
     legend = [Line2D([], [], color="0.3", ls=styles[variant], label=variant) for variant in spec["runs"]]
     if diverged:
         legend.append(Line2D([], [], marker="x", color="tab:red", ls="none", label="training diverged"))
     if len(legend) > 1:
         fig.legend(handles=legend, loc="outside right center", title="variant", fontsize=8)
     task = get_task(spec["task"])
-    fig.suptitle(f"{task.summary.rstrip('.')}: training loss and accuracy of every model (one line per seed)",
-                 fontsize=10)
+    suptitle(fig, f"{task.summary.rstrip('.')}: training loss and accuracy of every model (one line per seed)")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, [*accuracy, *logs])
