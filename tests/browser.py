@@ -53,13 +53,15 @@ def rendered_text(page: Path) -> str:
     return re.sub(r"\s+", " ", "".join(parser.parts))
 
 
-def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800)) -> str:
+def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800), setup: str = "") -> str:
     """The value of the JavaScript ``expression`` in ``page`` as the browser shows it in a window of
-    ``window`` pixels, a moment after load (the report builds its page with scripts)."""
+    ``window`` pixels, a moment after load (the report builds its page with scripts); ``setup``, a
+    JavaScript statement, runs half-way through that moment (e.g. to open a view of the page)."""
     if BROWSER is None:
         pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
     probe = Path(page).with_name(Path(page).stem + ".measured.html")
-    script = ("<script>setTimeout(function () { var out; try { out = String(" + expression + "); }"
+    script = ("<script>setTimeout(function () { " + setup + " }, 750);"
+              " setTimeout(function () { var out; try { out = String(" + expression + "); }"
               " catch (err) { out = 'error: ' + err; } document.title = 'MEASURED[' + out + ']'; }, 1500);</script>")
     probe.write_text(Path(page).read_text().replace("</body>", script + "</body>"))
     done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",

@@ -229,10 +229,27 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
 
 def test_the_report_landing_page_starts_inside_the_window(pipeline):
     """Snakemake's template centres a page taller than the window, which would push its top out of
-    reach; the landing page's first line and its first heading are in view at 1280 x 800."""
+    reach; the landing page's first line and its first heading are in view at 1280 x 800. And a
+    figure wider than the report shows it at least as wide as the text check of every saved figure
+    assumes (``REPORT_WIDTH_PX``): opened as the report opens an image, in the same place."""
+    import struct
+
+    from pipeline_src.figures.common import REPORT_WIDTH_PX
     from tests.browser import measured
 
     snakemake(pipeline, "--report", "window.html", "--configfile", "config/smoke.yaml")
+    widths = {path: struct.unpack(">I", path.read_bytes()[16:20])[0]
+              for path in (pipeline / "results" / "figures").glob("*.png")}
+    widest = max(widths, key=widths.get)
+    assert widths[widest] > REPORT_WIDTH_PX  # else the check below would show nothing
+    open_image = ("var grow = document.querySelector('#brand').closest('.grow');"
+                  " var view = document.createElement('div'); view.className = 'p-3';"  # the report's image view
+                  " var img = document.createElement('img'); img.id = 'probe';"
+                  f" img.src = results['results/figures/{widest.name}'].data_uri; view.appendChild(img);"
+                  " grow.parentNode.replaceChild(view, grow);")
+    shown = measured(pipeline / "window.html", "document.getElementById('probe').getBoundingClientRect().width",
+                     setup=open_image)
+    assert REPORT_WIDTH_PX <= float(shown) < widths[widest], f"{widest.name} shown {shown} px wide"
     top = ("(function (start) { var all = Array.prototype.slice.call(document.querySelectorAll('p, strong'));"
            " var el = all.filter(function (e) { return e.textContent.indexOf(start) === 0; })[0];"
            " return el ? el.getBoundingClientRect().top : 'missing'; })")

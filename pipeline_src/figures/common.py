@@ -22,10 +22,11 @@ from ..bookkeeping.provenance import attach, build_record, upstream_values  # no
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
 DPI = 150  # every PNG's resolution
 # Snakemake's report shows an image at most this wide (px) in a 1280 x 800 window, scaling a wider one
-# down: a 2266-px figure's 7-pt labels (15 px in the image) showed about 7 px tall there.
-REPORT_WIDTH_PX = 1039
+# down (measured in Chromium: tests/test_workflow.py): a 2266-px figure's 7-pt labels (15 px in the
+# image) showed under 7 px tall there.
+REPORT_WIDTH_PX = 1020
 MIN_TEXT_PX = 9  # the smallest text a figure may show, in px, at the size the report shows it
-MAX_COLUMNS = 3  # panels per row of a many-panel figure: 3 panels of about 3.5 in keep 7-pt text readable
+MAX_COLUMNS = 3  # panels per row of a many-panel figure: 3 panels of about 3.5 in keep 8-pt text readable
 
 
 def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:

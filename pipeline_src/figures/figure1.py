@@ -49,7 +49,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
                                                    & (pl.col("k") == k)),
                                   j - (len(k_tests) - 1) / 2, lengths, spec["x_scale"], colour)
             ax.set_xscale(spec["x_scale"])
-            ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
+            ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=8, rotation=90)
             ax.minorticks_off()
             ax.set_ylim(bottom, 1.02)
             ax.set_title(f"{scheme}, K_train={k_train}", fontsize=9)

@@ -82,7 +82,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     if n:
         ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
         ax.axhline(0.0, color="0.5", lw=0.5)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
     else:
         ax.text(0.5, 0.5, f"no target with\nL_short - L_long > {threshold:g}", ha="center", va="center",
                 transform=ax.transAxes, fontsize=8)

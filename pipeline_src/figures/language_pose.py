@@ -96,7 +96,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "langu
     left.set_title(f"Loss by position ({by_position['windows'][0]} held-out windows; bold: "
                    f"mean over {max(1, by_position['position'].n_unique() // POSITION_BINS)} positions)",
                    fontsize=9, pad=14)
-    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # off the data
+    left.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)  # off the data
 
     table = pose_gain_by_tokens_needed(targets, analysed, spec)
     k_max = spec["k_max"]
@@ -112,7 +112,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "langu
         right.errorbar([needed], [median], yerr=[[median - low], [high - median]], marker="s", ms=5,
                        capsize=4, color="black")
         right.text(needed, 1.0, f"n={len(values)}", transform=right.get_xaxis_transform(), ha="center",
-                   va="bottom", fontsize=7)
+                   va="bottom", fontsize=8)
     right.set_xticks(range(1, k_max + 2), [*map(str, range(1, k_max + 1)), f">{k_max}"])
     right.set_xlim(0.5, k_max + 1.5)
     right.set_xlabel(f"influential tokens needed to recover {spec['recover_fraction']:.0%} of the gain")

@@ -81,7 +81,7 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
                         styles.get(variant, "-"))
     ax.set_xscale(spec["x_scale"])
     if spec["x_scale"] == "log":
-        ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=7, rotation=90)
+        ax.set_xticks(lengths, [str(x) for x in lengths], fontsize=8, rotation=90)
         ax.minorticks_off()
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title, fontsize=9)
