@@ -1,18 +1,23 @@
 """A report as a person sees it: rendered by a real headless browser (Debian's ``chromium``), its
-visible text with whitespace collapsed. CI installs the browser (``.ci/run``); elsewhere the tests
-that need it are skipped when it is missing."""
+visible text with whitespace collapsed, values measured in it, and a screenshot kept when a check
+of it fails. CI installs the browser (``.ci/run``); elsewhere the tests that need it are skipped
+when it is missing."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 BROWSER = next((name for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
+# where a failing browser check leaves its screenshot (ignored by git)
+ARTIFACTS = Path(os.environ.get("LENGTHGEN_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "test-artifacts"))
 
 
 BLOCKS = {"p", "div", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th", "br", "h1", "h2", "h3",
@@ -59,11 +64,8 @@ def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800),
     JavaScript statement, runs half-way through that moment (e.g. to open a view of the page)."""
     if BROWSER is None:
         pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
-    probe = Path(page).with_name(Path(page).stem + ".measured.html")
-    script = ("<script>setTimeout(function () { " + setup + " }, 750);"
-              " setTimeout(function () { var out; try { out = String(" + expression + "); }"
-              " catch (err) { out = 'error: ' + err; } document.title = 'MEASURED[' + out + ']'; }, 1500);</script>")
-    probe.write_text(Path(page).read_text().replace("</body>", script + "</body>"))
+    probe = _probe(page, setup, " setTimeout(function () { var out; try { out = String(" + expression + "); }"
+                   " catch (err) { out = 'error: ' + err; } document.title = 'MEASURED[' + out + ']'; }, 1500);")
     done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                            f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
                            probe.resolve().as_uri()], capture_output=True, text=True, timeout=120)
@@ -71,3 +73,26 @@ def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800),
     found = re.search(r"MEASURED\[(.*?)\]", done.stdout)
     assert found, "the measuring script did not run"
     return found[1]
+
+
+def _probe(page: Path, setup: str, script: str = "") -> Path:
+    """A copy of ``page`` that runs ``setup`` a moment after load, then ``script``."""
+    probe = Path(page).with_name(Path(page).stem + ".measured.html")
+    code = "<script>setTimeout(function () { " + setup + " }, 750);" + script + "</script>"
+    probe.write_text(Path(page).read_text().replace("</body>", code + "</body>"))
+    return probe
+
+
+@contextmanager
+def screenshot_on_failure(page: Path, name: str, window: tuple[int, int] = (1280, 800), setup: str = ""):
+    """Run the checks of the ``with`` block; if one fails, keep a screenshot of ``page`` as the
+    browser shows it (after ``setup``) in :data:`ARTIFACTS` as ``name``.png, and fail as it did."""
+    try:
+        yield
+    except AssertionError:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / f"{name}.png"
+        subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                        f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
+                        _probe(page, setup).resolve().as_uri()], capture_output=True, timeout=120, check=False)
+        raise

@@ -235,7 +235,7 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
     import struct
 
     from pipeline_src.figures.common import REPORT_WIDTH_PX
-    from tests.browser import measured
+    from tests.browser import measured, screenshot_on_failure
 
     snakemake(pipeline, "--report", "window.html", "--configfile", "config/smoke.yaml")
     widths = {path: struct.unpack(">I", path.read_bytes()[16:20])[0]
@@ -249,14 +249,16 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
                   " grow.parentNode.replaceChild(view, grow);")
     shown = measured(pipeline / "window.html", "document.getElementById('probe').getBoundingClientRect().width",
                      setup=open_image)
-    assert REPORT_WIDTH_PX <= float(shown) < widths[widest], f"{widest.name} shown {shown} px wide"
+    with screenshot_on_failure(pipeline / "window.html", "report_wide_figure", setup=open_image):
+        assert REPORT_WIDTH_PX <= float(shown) < widths[widest], f"{widest.name} shown {shown} px wide"
     top = ("(function (start) { var all = Array.prototype.slice.call(document.querySelectorAll('p, strong'));"
            " var el = all.filter(function (e) { return e.textContent.indexOf(start) === 0; })[0];"
            " return el ? el.getBoundingClientRect().top : 'missing'; })")
     for start in ("The checkout that made this report", "Code and libraries"):
         value = measured(pipeline / "window.html", f"{top}('{start}')")
-        assert value != "missing", start
-        assert 0 <= float(value) < 800, f"{start!r} starts at {value} px, outside the 800 px window"
+        with screenshot_on_failure(pipeline / "window.html", "report_landing_page"):
+            assert value != "missing", start
+            assert 0 <= float(value) < 800, f"{start!r} starts at {value} px, outside the 800 px window"
 
 
 def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_caption(pipeline):
