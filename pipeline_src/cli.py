@@ -17,9 +17,9 @@ from pathlib import Path
 
 import click
 
-from .bookkeeping.config import FIGURES as FIGURE_TASKS
+from .bookkeeping.jobs import FIGURE_TASK
 from .evaluation.metrics import METRICS
-from .language.config import FIGURES as LANGUAGE_FIGURES
+from .language.config import LANGUAGE_FIGURES
 
 
 def _spec(ctx, param, value: str) -> dict:
@@ -247,7 +247,7 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
 
 
 @main.command()
-@click.argument("figure", type=click.Choice([*FIGURE_TASKS, *LANGUAGE_FIGURES]))
+@click.argument("figure", type=click.Choice([*FIGURE_TASK, *LANGUAGE_FIGURES]))
 @SPEC
 @RULE
 @click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -275,15 +275,15 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
             raise click.BadParameter(f"{template[0]}: no such caption template", param_hint=option)
     for sources, outs, option in ((mechanism_dirs, mechanism_outputs, "--mechanism-dir"),
                                   (training_logs, training_outputs, "--training-log")):
-        if bool(sources) != bool(outs) or (sources and figure not in FIGURE_TASKS):
+        if bool(sources) != bool(outs) or (sources and figure not in FIGURE_TASK):
             raise click.UsageError(f"{option} and {option.rsplit('-', 1)[0]}-out go together, with a task's figure")
-    if figure in FIGURE_TASKS and spec.get("task") != FIGURE_TASKS[figure]:
-        raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASKS[figure]!r}, but the spec is for "
+    if figure in FIGURE_TASK and spec.get("task") != FIGURE_TASK[figure]:
+        raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASK[figure]!r}, but the spec is for "
                                  f"task {spec.get('task')!r}", param_hint="--spec")
-    if figure in FIGURE_TASKS:  # a task's figure: its module names the function that draws it
+    if figure in FIGURE_TASK:  # a task's figure: its module names the function that draws it
         from .tasks import get_task
 
-        draw = get_task(FIGURE_TASKS[figure]).figure.plot_function()
+        draw = get_task(FIGURE_TASK[figure]).figure.plot_function()
     else:
         draw = importlib.import_module(f".figures.{figure}", __package__).plot
     draw(spec, list(inputs), list(outputs), rule=rule)
@@ -450,7 +450,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
         config = load_config(configfiles)
     except StatusError as err:
         raise click.ClickException(str(err)) from None
-    from .bookkeeping.config import tasks as synthetic_tasks
+    from .bookkeeping.jobs import tasks as synthetic_tasks
 
     unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
     if unknown:
@@ -469,7 +469,7 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when
     Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
     --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
-    from .bookkeeping import config as jobs
+    from .bookkeeping import jobs
     from .bookkeeping.status import StatusError, load_config
 
     try:

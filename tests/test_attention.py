@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from pipeline_src import schemes
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.checkpoints import load_model
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.language import config as language_config

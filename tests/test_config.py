@@ -12,7 +12,7 @@ import yaml
 from tests.conftest import default_config
 from pipeline_src.bookkeeping.status import load_config
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 
 from tests.conftest import default_config
 from pipeline_src.bookkeeping.schema import config_schema
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src import device as devices
 from pipeline_src.language import config as lang
 from pipeline_src.training.batches import SequenceTable, training_batch

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping import paths
 from pipeline_src.cli import main
 from pipeline_src.evaluation import findings as judged
@@ -27,7 +27,7 @@ from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
 
-F1_TASK, F2_TASK, F3_TASK = (jobs.FIGURES[f"figure{i}"] for i in (1, 2, 3))
+F1_TASK, F2_TASK, F3_TASK = (jobs.FIGURE_TASK[f"figure{i}"] for i in (1, 2, 3))
 N = 1000  # samples per cell: accuracies are exact to 3 decimals
 
 
@@ -399,8 +399,8 @@ def test_figure4s_caption_states_f4_from_its_influence_table(tmp_path, config, o
 
 def test_a_figure_without_a_finding_has_no_finding_paragraph(tmp_path, config):
     assert judged.caption("language_pose", lang.figure_spec(config, "language_pose"), []) == ""
-    shown = set(judged.FIGURES.values())
-    assert shown <= {*jobs.FIGURES, *lang.FIGURES}  # every finding's figure is one the pipeline draws
+    shown = set(judged.FINDING_FIGURE.values())
+    assert shown <= {*jobs.FIGURE_TASK, *lang.LANGUAGE_FIGURES}  # every finding's figure is one the pipeline draws
 
 
 # --- the run summary: exported from the tables, judged again ---

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping import paths, status
 
 REPO = Path(__file__).resolve().parents[1]

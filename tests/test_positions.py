@@ -294,7 +294,7 @@ def test_importing_the_registry_imports_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, pipeline_src.schemes as s, pipeline_src.bookkeeping.config; "
+    code = ("import sys, pipeline_src.schemes as s, pipeline_src.bookkeeping.jobs; "
             "assert 'torch' not in sys.modules, 'torch imported'; print(len(s.SCHEMES))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

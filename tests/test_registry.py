@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping.schema import config_schema
 from pipeline_src.language.config import LANGUAGE
 from pipeline_src.schemes import SCHEMES
@@ -50,7 +50,7 @@ def test_each_task_module_declares_its_task():
 
 
 def test_figures_and_captions_come_from_the_tasks():
-    assert jobs.FIGURES == {task.figure.name: name for name, task in TASKS.items()}
+    assert jobs.FIGURE_TASK == {task.figure.name: name for name, task in TASKS.items()}
     for task in TASKS.values():
         assert (REPO / "workflow" / "report" / f"{task.figure.name}.rst").is_file(), task.name
         assert callable(task.figure.plot_function())

@@ -7,7 +7,7 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping.status import load_config
 from pipeline_src.model import Decoder, ModelConfig
 

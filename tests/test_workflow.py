@@ -65,7 +65,7 @@ def pipeline(tmp_path_factory) -> Path:
 def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
     """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
     figure, and the tasks with a mechanism figure."""
-    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.bookkeeping import jobs
     from pipeline_src.bookkeeping.status import load_config
     from pipeline_src.language import config as lang
 
@@ -81,10 +81,10 @@ MODELS, TASK_FIGURES, FIGURES, MECHANISM_TASKS = _smoke_plan()
 
 def _training_figures() -> dict[str, str]:
     """The training-curve figure of each task figure of the smoke config, with the task it shows."""
-    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.bookkeeping import jobs
     from pipeline_src.bookkeeping import paths
 
-    return {paths.training_figure(figure): jobs.FIGURES[figure] for figure in FIGURES if figure in jobs.FIGURES}
+    return {paths.training_figure(figure): jobs.FIGURE_TASK[figure] for figure in FIGURES if figure in jobs.FIGURE_TASK}
 
 
 TRAINING_FIGURES = _training_figures()
@@ -325,7 +325,7 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     named and left as it was; the diverged cells are a result: their figure is made and names them.
     The run ends naming both kinds of cell; the report of the figures that could be made lists them
     on its landing page."""
-    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.bookkeeping import jobs
     from pipeline_src.storage.canonical import config_hash
     from tests.browser import rendered_text
     from tests.test_config import DEFAULT, merged

@@ -78,7 +78,7 @@ def same_bytes(old: Path, new: Path) -> list[str]:
 def figure_targets(configfile: str) -> list[str]:
     """The figures of ``configfile`` (merged over the default config): each is a target of its own."""
     sys.path.insert(0, str(REPO))
-    from pipeline_src.bookkeeping import config as jobs
+    from pipeline_src.bookkeeping import jobs
     from pipeline_src.bookkeeping.status import load_config
     from pipeline_src.language import config as lang
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import config as jobs
+from . import jobs
 from . import paths
 from ..language import config as lang
 from ..storage.canonical import canonical_json, config_hash
@@ -36,8 +36,8 @@ TOP_ALIGNED = [".. raw:: html", "", "   <style>.h-screen.items-center { align-it
 def expected_values(config: dict, figure: str) -> dict[str, dict[str, list]]:
     """Per rule upstream of ``figure``, each config field's values under ``config`` (the shape of a
     figure record's ``made_with``, without code versions)."""
-    if figure in jobs.FIGURES:
-        task = jobs.FIGURES[figure]
+    if figure in jobs.FIGURE_TASK:
+        task = jobs.FIGURE_TASK[figure]
         specs: dict[str, list[dict]] = {}
         for cell in jobs.cells(config, task):
             for job in cell_jobs(config, cell):
@@ -58,7 +58,7 @@ def _text(values: list) -> str:
 def figure_differences(config: dict, figure: str, record: dict, limit: int = 4) -> list[str]:
     """How ``figure`` (its provenance ``record``) differs from what ``config`` would make: its spec,
     then each upstream value the figure recorded that ``config`` does not give its rule."""
-    expected_spec = (jobs.figure_spec(config, figure) if figure in jobs.FIGURES
+    expected_spec = (jobs.figure_spec(config, figure) if figure in jobs.FIGURE_TASK
                      else lang.figure_spec(config, figure))
     found = []
     if record.get("config_hash") != config_hash(expected_spec):

@@ -45,7 +45,7 @@ def train_data_job(*, task="{task}", variant="{variant}") -> str:
 
 def eval_data_job(*, task="{task}", evalset="{evalset}") -> str:
     """``evalset``: the evaluation set's stem, ``eval`` or ``eval_{variant}`` (see
-    :func:`pipeline_src.bookkeeping.config.eval_data_name`)."""
+    :func:`pipeline_src.bookkeeping.jobs.eval_data_name`)."""
     return f"data/{task}/{evalset}"
 
 

@@ -18,7 +18,7 @@ A missing cell whose training (or evaluation) log exists but whose model (or acc
 not is noted as failed or running, with the log's path: after a ``--keep-going`` run, the cells
 that failed.
 
-The expected config subsets come from the same builders (:mod:`pipeline_src.bookkeeping.config`) and the code
+The expected config subsets come from the same builders (:mod:`pipeline_src.bookkeeping.jobs`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
 Snakemake's rerun triggers (params, code, missing or updated inputs). The config is loaded like
 Snakemake loads it: ``config/config.yaml``, each ``--configfile`` deep-merged over it in order,
@@ -32,7 +32,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import config as jobs
+from . import jobs
 from . import paths
 from ..storage.canonical import config_hash
 from ..tasks import get_task

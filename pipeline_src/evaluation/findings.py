@@ -1,5 +1,5 @@
 """The paper's four findings, each judged by a stated criterion from the figure it is drawn in: the
-figure's spec (:data:`FIGURES` names each finding's figure) and the run-summary rows of the tables
+figure's spec (:data:`FINDING_FIGURE` names each finding's figure) and the run-summary rows of the tables
 the figure is drawn from (:mod:`.run_summary`). Each figure's caption states its finding so
 (:func:`caption`); ``lengthgen findings`` judges all four (:mod:`.run_findings`; the README's section
 "The paper's findings").
@@ -51,7 +51,7 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
            "RoPE + PoSE with or without a scratchpad do not (the paper's panels a to d)"),
     "F4": "in real text, a few far tokens recover most of what the whole far context gives a prediction",
 }
-FIGURES = {"F1": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4"}  # the figure each is drawn in
+FINDING_FIGURE = {"F1": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4"}  # the figure each is drawn in
 NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
     "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
     "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
@@ -274,7 +274,7 @@ def judge(name: str, spec: dict | None, rows: pl.DataFrame, task: str = "") -> F
 def caption(figure: str, spec: dict, inputs: list[Path]) -> str:
     """The paragraph of ``figure``'s caption stating its finding, judged from the figure's spec and
     the tables it is drawn from (``inputs``); "" for a figure that shows no finding."""
-    name = next((name for name, drawn_in in FIGURES.items() if drawn_in == figure), None)
+    name = next((name for name, drawn_in in FINDING_FIGURE.items() if drawn_in == figure), None)
     if name is None:
         return ""
     row = judge(name, spec, run_summary.figure_rows(spec, inputs))

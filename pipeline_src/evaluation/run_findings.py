@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..bookkeeping import config as jobs
+from ..bookkeeping import jobs
 from ..bookkeeping import paths
 from ..language import config as language_config
 from . import findings as judged
@@ -24,9 +24,9 @@ def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
     """Per finding: the spec of its figure (None where ``config`` does not draw it) and the task the
     figure shows ("" for the language figure)."""
     specs = {}
-    for name, figure in judged.FIGURES.items():
-        if figure in jobs.FIGURES:
-            task = jobs.FIGURES[figure]
+    for name, figure in judged.FINDING_FIGURE.items():
+        if figure in jobs.FIGURE_TASK:
+            task = jobs.FIGURE_TASK[figure]
             specs[name] = (jobs.figure_spec(config, figure) if task in jobs.tasks(config) else None, task)
         else:
             drawn = figure in language_config.figures(config)
@@ -36,8 +36,8 @@ def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
 
 def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
     """The tables ``figure``'s job reads, as far as they exist under the results folder ``results``."""
-    if figure in jobs.FIGURES:
-        wanted = [paths.accuracy(**cell) for cell in jobs.cells(config, jobs.FIGURES[figure])]
+    if figure in jobs.FIGURE_TASK:
+        wanted = [paths.accuracy(**cell) for cell in jobs.cells(config, jobs.FIGURE_TASK[figure])]
     else:
         wanted = [paths.INFLUENCE]
     return [path for name in wanted if (path := paths.under(results, name)).is_file()]
@@ -45,7 +45,7 @@ def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
 
 def results_rows(config: dict, results: Path) -> pl.DataFrame:
     """The run-summary rows of every finding's figure of ``config``, from the tables under ``results``."""
-    parts = [run_summary.figure_rows(spec, figure_inputs(config, judged.FIGURES[name], results))
+    parts = [run_summary.figure_rows(spec, figure_inputs(config, judged.FINDING_FIGURE[name], results))
              for name, (spec, _) in figure_specs(config).items() if spec is not None]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
 

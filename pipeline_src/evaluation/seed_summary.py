@@ -5,7 +5,7 @@ seeds have an accuracy (a diverged seed has none and takes no part).
 
 They are read from a run summary's rows (:mod:`.run_summary`: one per run, seed and cell, made from
 the accuracy tables or read from a committed summary) and restricted to the runs and seeds of the
-task's figure spec (:func:`pipeline_src.bookkeeping.config.figure_spec`): rows of other runs are not
+task's figure spec (:func:`pipeline_src.bookkeeping.jobs.figure_spec`): rows of other runs are not
 read, and a run with seeds missing uses those present. The lengths that matter are the spec's: the
 training length is the longest of the task's training range, and "beyond it by a factor" is the
 shortest evaluated length at least that factor times it.

@@ -13,7 +13,7 @@ The natural-language analysis (SPEC 6) runs when ``tasks`` lists ``language``. I
   Hugging Face causal LM, ``analysis.hf_model``);
 * figures ``figure4`` (paper) and ``language_pose`` (ours, when ``pose.enabled``).
 
-Like :mod:`pipeline_src.bookkeeping.config`: pure and cheap, each function returns the config subset one job
+Like :mod:`pipeline_src.bookkeeping.jobs`: pure and cheap, each function returns the config subset one job
 uses and nothing more, so editing a value reruns exactly the jobs that use it.
 """
 
@@ -26,7 +26,7 @@ from ..training.spec import drop_eager_compile
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
 SCHEMES = {MAIN: "rope", SHORT_ROPE: "rope", SHORT_POSE: "rope_pose"}
-FIGURES = ("figure4", "language_pose")
+LANGUAGE_FIGURES = ("figure4", "language_pose")
 UNUSED_TRAIN_FIELDS = ("position_loss_weight", "pad_multiple", "length_grouping")  # windows are full, no ppc
 
 
@@ -57,7 +57,7 @@ def evaluated_models(config: dict) -> list[str]:
 def figures(config: dict) -> list[str]:
     if not enabled(config):
         return []
-    return list(FIGURES) if pose_enabled(config) else [FIGURES[0]]
+    return list(LANGUAGE_FIGURES) if pose_enabled(config) else [LANGUAGE_FIGURES[0]]
 
 
 def _section(config: dict) -> dict:
@@ -166,7 +166,7 @@ def figure_spec(config: dict, figure: str) -> dict:
         spec.update(recover_fraction=fig["recover_fraction"], short_context=short_context(config),
                     target_length=pose_target_length(config))
     else:
-        raise LanguageConfigError(f"unknown language figure {figure!r}; known: {list(FIGURES)}")
+        raise LanguageConfigError(f"unknown language figure {figure!r}; known: {list(LANGUAGE_FIGURES)}")
     return spec
 
 

@@ -2,7 +2,7 @@
 # Every result, log and benchmark path comes from pipeline_src/bookkeeping/paths.py.
 from shlex import quote
 
-from pipeline_src.bookkeeping import config as jobs
+from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping import paths
 from pipeline_src.bookkeeping import slurm
 from pipeline_src import device_setting as devices
@@ -59,8 +59,8 @@ def figure_target(figure):
     its outputs to rerun it would stay missing; as an input of a rule without outputs it is made
     again, and every job after it rerun."""
     mechanism, training = [], []
-    if figure in FIGURES and jobs.FIGURES[figure] in MECHANISM_TASKS:
-        mechanism = paths.figure_files(paths.mechanism_figure(jobs.FIGURES[figure]))
+    if figure in FIGURES and jobs.FIGURE_TASK[figure] in MECHANISM_TASKS:
+        mechanism = paths.figure_files(paths.mechanism_figure(jobs.FIGURE_TASK[figure]))
     if figure in FIGURES:
         training = paths.figure_files(paths.training_figure(figure))
     return [*paths.figure_files(figure), *mechanism, *training, *made_from(figure)]
@@ -75,7 +75,7 @@ def made_from(figure):
             models = dict.fromkeys([*models, *lang.evaluated_models(config)])
         return [*language_figure_inputs(figure), paths.TOKENIZER, paths.TOKENS,
                 *(path for lm in models for path in paths.language_train_outputs(lm).values())]
-    task = jobs.FIGURES[figure]
+    task = jobs.FIGURE_TASK[figure]
     files = {}
     for cell in CELLS[task]:
         files[paths.accuracy(**cell)] = None
@@ -171,7 +171,7 @@ def mechanism_options(task):
 
 def training_logs(figure):
     """The training log of every model of ``figure``."""
-    return [paths.train_outputs(**cell)["log_table"] for cell in CELLS[jobs.FIGURES[figure]]]
+    return [paths.train_outputs(**cell)["log_table"] for cell in CELLS[jobs.FIGURE_TASK[figure]]]
 
 
 def training_inputs(figure):
@@ -181,7 +181,7 @@ def training_inputs(figure):
 
 def training_outputs(figure):
     """The files of ``figure``'s training-curve figure, as figure_outputs names them with ``training_``."""
-    return figure_outputs(paths.training_figure(figure), category=jobs.FIGURES[figure], prefix="training_")
+    return figure_outputs(paths.training_figure(figure), category=jobs.FIGURE_TASK[figure], prefix="training_")
 
 
 def training_options(figure):

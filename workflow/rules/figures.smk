@@ -12,20 +12,20 @@ for figure in FIGURES:
         name:
             f"plot_{figure}"
         input:
-            tables=[paths.accuracy(**cell) for cell in CELLS[jobs.FIGURES[figure]]],
+            tables=[paths.accuracy(**cell) for cell in CELLS[jobs.FIGURE_TASK[figure]]],
             caption=caption_template(figure),
-            **mechanism_inputs(jobs.FIGURES[figure]),
+            **mechanism_inputs(jobs.FIGURE_TASK[figure]),
             **training_inputs(figure),
         output:
-            **figure_outputs(figure, category=jobs.FIGURES[figure]),
-            **mechanism_outputs(jobs.FIGURES[figure]),
+            **figure_outputs(figure, category=jobs.FIGURE_TASK[figure]),
+            **mechanism_outputs(jobs.FIGURE_TASK[figure]),
             **training_outputs(figure),
         params:
             figure=figure,
             rule=f"plot_{figure}",
             spec=canonical_json(jobs.figure_spec(config, figure)),
-            code=stage_digest("figures", jobs.FIGURES[figure]),
-            mechanism=mechanism_options(jobs.FIGURES[figure]),
+            code=stage_digest("figures", jobs.FIGURE_TASK[figure]),
+            mechanism=mechanism_options(jobs.FIGURE_TASK[figure]),
             training=training_options(figure),
         localrule: True
         conda:

@@ -35,7 +35,7 @@ class ConfigError(ValueError):
 # seed{seed}); the workflow's wildcard_constraints are these patterns. None admits "/" or "..", so no
 # config value can produce a path outside results/.
 PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
-FIGURES = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
+FIGURE_TASK = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
 
 
 def tasks(config: dict) -> list[str]:
@@ -151,7 +151,7 @@ def mechanism_tasks(config: dict) -> list[str]:
 def figure_spec(config: dict, figure: str) -> dict:
     """A task figure's spec: what it draws, and the evaluated lengths (and k_test) its caption's
     finding is judged at (:mod:`pipeline_src.evaluation.findings`)."""
-    task = FIGURES[figure]
+    task = FIGURE_TASK[figure]
     section = config[task]
     train_lengths = list(get_task(task).train_lengths(section["data"]))
     spec = {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
