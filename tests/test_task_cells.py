@@ -19,7 +19,7 @@ from pipeline_src.cli import main
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.storage import datasets
-from pipeline_src.tasks import Figure, Layout, Task, Vocab, layout
+from pipeline_src.tasks import Figure, Layout, Task, Vocab, generator
 from pipeline_src.tasks.task import count, data_schema
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
@@ -47,11 +47,11 @@ def sample(rng: np.random.Generator, depth: np.ndarray, n: np.ndarray) -> dict[s
 
 
 def frame(rng: np.random.Generator, depth: np.ndarray, n: np.ndarray) -> pl.DataFrame:
-    return pl.DataFrame(layout.frame_columns(sample(rng, depth, n), depth=depth, length=n))
+    return pl.DataFrame(generator.frame_columns(sample(rng, depth, n), depth=depth, length=n))
 
 
 def generate_train(params: dict, seed: int) -> pl.DataFrame:
-    n_min, n_max = layout.length_range(params, prefix=f"{NAME}: ")
+    n_min, n_max = generator.length_range(params, prefix=f"{NAME}: ")
     rng = np.random.default_rng(seed)
     n = rng.integers(n_min, n_max + 1, size=params["n_samples"])
     return frame(rng, 1 + (rng.random(len(n)) * n).astype(np.int64), n)
@@ -66,7 +66,7 @@ def generate_eval(params: dict, seed: int) -> pl.DataFrame:
         size = params["n_per_cell"]
         return frame(rng, np.full(size, depth), np.full(size, length))
 
-    return layout.eval_grid(eval_cells(params), seed, draw_cell, "no cells")
+    return generator.eval_grid(eval_cells(params), seed, draw_cell, "no cells")
 
 
 def schema():

@@ -14,7 +14,7 @@ from .task import Figure, Layout, Task  # noqa: F401  (re-exported)
 from .vocab import Vocab  # noqa: F401
 
 # Modules every task shares; they declare no task (frame_schema imports pandera: never at discovery).
-SHARED_MODULES = frozenset({"dependency", "frame_schema", "layout", "task", "vocab"})
+SHARED_MODULES = frozenset({"dependency", "frame_schema", "generator", "task", "vocab"})
 
 
 def _discover() -> dict[str, Task]:

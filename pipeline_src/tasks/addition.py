@@ -28,7 +28,7 @@ IDs; ``config/paper.yaml`` holds their setting. Vectorised with NumPy; a pure fu
 
 import numpy as np
 
-from . import layout
+from . import generator
 from .dependency import Dependencies, Probe, change_probe, pick, response_sets
 from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
@@ -85,7 +85,7 @@ def sample(rng: np.random.Generator, n: np.ndarray, pad_operands: bool = False) 
 def _frame(rng: np.random.Generator, n: np.ndarray, pad_operands: bool):
     import polars as pl
 
-    return pl.DataFrame(layout.frame_columns(sample(rng, n, pad_operands), length=n))
+    return pl.DataFrame(generator.frame_columns(sample(rng, n, pad_operands), length=n))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
@@ -111,14 +111,14 @@ def train_lengths(data: dict) -> tuple[int, int]:
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_min, n_max, n_samples, pad_operands}; n ~ Unif{n_min..n_max},
     then both operands uniform over n-digit strings (leading zeros allowed)."""
-    n_min, n_max = layout.length_range(params, prefix="addition: ")
+    n_min, n_max = generator.length_range(params, prefix="addition: ")
     rng = np.random.default_rng([seed])
     return _frame(rng, rng.integers(n_min, n_max + 1, size=int(params["n_samples"])), _padded(params))
 
 
 def eval_cells(params: dict) -> list[tuple[int]]:
     """One cell per operand length n, as 1-tuples keyed like ``CELL_COLUMNS``."""
-    return layout.length_cells(params)
+    return generator.length_cells(params)
 
 
 def generate_eval(params: dict, seed: int):
@@ -126,14 +126,14 @@ def generate_eval(params: dict, seed: int):
     stream seeded by (seed, n)."""
 
     def draw_cell(rng: np.random.Generator, length: int):
-        layout.check_eval_length("addition", length)
+        generator.check_eval_length("addition", length)
         return _frame(rng, np.full(int(params["n_per_cell"]), length, dtype=np.int64), _padded(params))
 
-    return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
+    return generator.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
 
 
 def check_section(section: dict) -> None:
-    layout.length_range(section["data"], prefix="data.")
+    generator.length_range(section["data"], prefix="data.")
 
 
 def digit_indices(prompt: np.ndarray, i: int) -> list[int]:

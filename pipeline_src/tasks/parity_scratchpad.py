@@ -18,7 +18,7 @@ Everything is vectorised over samples with NumPy and is a pure function of (para
 
 import numpy as np
 
-from . import layout
+from . import generator
 from .dependency import Dependencies, Probe, parity_probe, response_sets
 from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
@@ -78,7 +78,7 @@ def _frame(rng: np.random.Generator, n: np.ndarray, params: dict):
     scratchpad = params["scratchpad"]
     if not isinstance(scratchpad, bool):
         raise ValueError(f"parity_scratchpad's scratchpad must be true or false; got {scratchpad!r}")
-    return pl.DataFrame(layout.frame_columns(sample(rng, n, scratchpad), length=n))
+    return pl.DataFrame(generator.frame_columns(sample(rng, n, scratchpad), length=n))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
@@ -96,7 +96,7 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_min, n_max, scratchpad, n_samples}; n ~ Unif{n_min..n_max}."""
-    n_min, n_max = layout.length_range(params, prefix="parity_scratchpad: ")
+    n_min, n_max = generator.length_range(params, prefix="parity_scratchpad: ")
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
     return _frame(rng, n, params)
@@ -104,7 +104,7 @@ def generate_train(params: dict, seed: int):
 
 def eval_cells(params: dict) -> list[tuple[int]]:
     """One cell per length n, as 1-tuples keyed like ``CELL_COLUMNS``."""
-    return layout.length_cells(params)
+    return generator.length_cells(params)
 
 
 def generate_eval(params: dict, seed: int):
@@ -112,11 +112,11 @@ def generate_eval(params: dict, seed: int):
     seeded by (seed, n), so adding or removing a cell leaves the others unchanged."""
 
     def draw_cell(rng: np.random.Generator, length: int):
-        layout.check_eval_length("parity_scratchpad", length)
+        generator.check_eval_length("parity_scratchpad", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
         return _frame(rng, n, params)
 
-    return layout.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
+    return generator.eval_grid(eval_cells(params), seed, draw_cell, "no lengths given")
 
 
 def dependency_sets(prompt: np.ndarray, response: np.ndarray) -> list[np.ndarray]:
@@ -174,7 +174,7 @@ def train_lengths(data: dict) -> tuple[int, int]:
 
 
 def check_section(section: dict) -> None:
-    layout.length_range(section["data"], prefix="data.")
+    generator.length_range(section["data"], prefix="data.")
 
 
 TASK = Task(

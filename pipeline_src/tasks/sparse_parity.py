@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import layout
+from . import generator
 from .dependency import Dependencies, Probe, parity_probe
 from .task import Figure, Layout, Task, count, data_schema
 from .vocab import Vocab
@@ -81,7 +81,7 @@ def sample_layout(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dic
 def _frame(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray):
     import polars as pl
 
-    return pl.DataFrame(layout.frame_columns(drawn, k=k, l=l, length=2 * l))
+    return pl.DataFrame(generator.frame_columns(drawn, k=k, l=l, length=2 * l))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
@@ -98,7 +98,7 @@ def generate_train(params: dict, seed: int, draw: Callable = sample_layout):
     """Training set for one K_train: ``params`` = {k_train, l_min, l_max, n_samples}, drawn under
     :func:`train_k_l` from one stream seeded by (seed, k_train). ``draw`` turns (rng, k, l) into
     the common layout: :func:`sample_layout` here, the scratchpad variant's ``sample`` there."""
-    layout.length_range(params, "l_min", "l_max", prefix="sparse_parity: ")
+    generator.length_range(params, "l_min", "l_max", prefix="sparse_parity: ")
     check_k_train(params["k_train"], params["l_max"])
     rng = np.random.default_rng([seed, params["k_train"]])
     k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
@@ -123,7 +123,7 @@ def generate_eval(params: dict, seed: int, draw: Callable = sample_layout, task:
         l = np.full(params["n_per_cell"], length // 2, dtype=np.int64)
         return _frame(draw(rng, k, l), k, l)
 
-    return layout.eval_grid(eval_cells(params), seed, draw_cell,
+    return generator.eval_grid(eval_cells(params), seed, draw_cell,
                             f"every k_test {params['k_test']} exceeds l = length/2 for every length "
                             f"{params['lengths']}")
 
@@ -207,7 +207,7 @@ def train_lengths(data: dict) -> tuple[int, int]:
 
 def check_section(section: dict) -> None:
     """1 <= l_min <= l_max, and every K_train <= l_max (else no sample has k <= l)."""
-    l_max = layout.length_range(section["data"], "l_min", "l_max", prefix="data.")[1]
+    l_max = generator.length_range(section["data"], "l_min", "l_max", prefix="data.")[1]
     for k in section["k_train"]:
         check_k_train(k, l_max, "data.l_max")
 

@@ -63,7 +63,7 @@ class Figure:
 @dataclass(frozen=True)
 class Task:
     """One synthetic task. Generators are pure functions of (params, seed) returning a polars frame
-    in the common layout (:mod:`.layout`) with the task's ``cell_columns`` as keys.
+    in the common layout (:mod:`.generator`) with the task's ``cell_columns`` as keys.
 
     ``cell_columns`` key the evaluation cells, and so the rows of its accuracy tables; ``length``
     (the length measure) is one of them, and any others are Int32 columns of its frames."""

@@ -35,7 +35,7 @@ Vectorised with NumPy over samples (in fixed blocks, to bound memory); a pure fu
 
 import numpy as np
 
-from . import layout
+from . import generator
 from .dependency import Dependencies, Probe, change_probe, response_sets
 from .task import Figure, Layout, Task, count, data_schema, scratchpad_variant
 from .vocab import Vocab
@@ -197,7 +197,7 @@ def _frame(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, params: dict)
         part_n, part_d = n[start:start + BLOCK], d[start:start + BLOCK]
         drawn = sample(rng, part_n, part_d, int(params["n_vars"]), int(params["d_max"]),
                        bool(params["scratchpad"]), params["name_tokens"])
-        frames.append(pl.DataFrame(layout.frame_columns(drawn, length=part_n, n_statements=part_n,
+        frames.append(pl.DataFrame(generator.frame_columns(drawn, length=part_n, n_statements=part_n,
                                                         depth=part_d)))
     return pl.concat(frames)
 
@@ -232,7 +232,7 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 def generate_train(params: dict, seed: int):
     """Training set: ``params`` = {n_vars, n_min, n_max, d_max, scratchpad, n_samples};
     n ~ Unif{n_min..n_max}, d ~ Unif{1..min(d_max, n)}."""
-    n_min, n_max = layout.length_range(params, prefix=PREFIX)
+    n_min, n_max = generator.length_range(params, prefix=PREFIX)
     _check_scratchpad(params)
     check_vars(int(params["n_vars"]), n_max, PREFIX, params["name_tokens"])
     rng = np.random.default_rng([seed])
@@ -243,7 +243,7 @@ def generate_train(params: dict, seed: int):
 
 def eval_cells(params: dict) -> list[tuple[int]]:
     """One cell per statement count n, as 1-tuples keyed like ``CELL_COLUMNS``."""
-    return layout.length_cells(params)
+    return generator.length_cells(params)
 
 
 def generate_eval(params: dict, seed: int):
@@ -255,11 +255,11 @@ def generate_eval(params: dict, seed: int):
         check_vars(int(params["n_vars"]), max(n for (n,) in cells), PREFIX, params["name_tokens"])
 
     def draw_cell(rng: np.random.Generator, length: int):
-        layout.check_eval_length("variable_assignment", length)
+        generator.check_eval_length("variable_assignment", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
         return _frame(rng, n, depth_law(rng, n, int(params["d_max"])), params)
 
-    return layout.eval_grid(cells, seed, draw_cell, "no lengths given")
+    return generator.eval_grid(cells, seed, draw_cell, "no lengths given")
 
 
 def query_chain(prompt: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -361,7 +361,7 @@ def train_lengths(data: dict) -> tuple[int, int]:
 def check_section(section: dict) -> None:
     """n_min <= n_max, and enough variable names for the largest statement count."""
     data = section["data"]
-    n_max = layout.length_range(data, prefix="data.")[1]
+    n_max = generator.length_range(data, prefix="data.")[1]
     check_vars(data["n_vars"], max(n_max, *section["eval"]["lengths"]), "data.", data["name_tokens"])
 
 

@@ -1,4 +1,4 @@
-"""What every task generator shares: the frame layout and the evaluation-grid loop.
+"""What every task generator shares: the columns of a task frame and the evaluation-grid loop.
 
 A task frame holds the task's key columns (Int32) followed by the common columns ``prompt``,
 ``response``, ``prompt_pos``, ``response_pos`` (ragged lists of Int32) and ``answer`` (Int32).
