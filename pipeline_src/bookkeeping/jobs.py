@@ -51,10 +51,7 @@ def figures(config: dict) -> list[str]:
 
 def variants(config: dict, task: str) -> dict[str, list[str]]:
     """Every training variant of ``task`` with the schemes trained on it."""
-    section = config[task]
-    if get_task(task).layout.by_k_train:
-        return {f"k{k}": list(section["schemes"]) for k in sorted(section["k_train"])}
-    return {variant: list(schemes) for variant, schemes in section["runs"].items()}
+    return get_task(task).layout.variants_of(config[task])
 
 
 def cells(config: dict, task: str) -> list[dict]:
@@ -63,10 +60,6 @@ def cells(config: dict, task: str) -> list[dict]:
     return [{"task": task, "variant": variant, "scheme": scheme, "seed": seed}
             for variant, schemes in variants(config, task).items()
             for scheme, seed in itertools.product(schemes, seeds)]
-
-
-def _k_train(variant: str) -> int:
-    return int(variant[1:])
 
 
 def train_data_spec(config: dict, task: str, variant: str) -> dict:
@@ -79,18 +72,15 @@ def train_data_spec(config: dict, task: str, variant: str) -> dict:
 def eval_data_name(task: str, variant: str) -> str:
     """File stem of the evaluation set a variant is scored on: shared unless the variant changes
     the response (scratchpad or direct)."""
-    return "eval" if get_task(task).layout.by_k_train else f"eval_{variant}"
+    return get_task(task).layout.eval_name(variant)
 
 
 def eval_data_spec(config: dict, task: str, variant: str) -> dict:
     section = config[task]
     ev = section["eval"]
+    layout = get_task(task).layout
     params = {"lengths": sorted(ev["lengths"]), "n_per_cell": ev["n_per_cell"],
-              **{f: section["data"][f] for f in get_task(task).layout.eval_data_fields}}
-    if get_task(task).layout.by_k_train:
-        params["k_test"] = sorted(ev["k_test"])
-    else:
-        params.update(get_task(task).layout.params(variant))
+              **{f: section["data"][f] for f in layout.eval_data_fields}, **layout.eval_params(section, variant)}
     return {"task": task, "split": "eval", "seed": ev["seed"], "params": params}
 
 
@@ -127,8 +117,8 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
             "model": dict(section["model"]), "train": dict(section["train"]),
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
-    if get_task(task).layout.by_k_train:
-        spec["k_train"] = _k_train(variant)
+    if get_task(task).layout.k_train(variant) is not None:
+        spec["k_train"] = get_task(task).layout.k_train(variant)
     if not get_scheme(scheme).predicts_positions:
         del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
     drop_eager_compile(spec["train"])
@@ -156,9 +146,7 @@ def figure_spec(config: dict, figure: str) -> dict:
     train_lengths = list(get_task(task).train_lengths(section["data"]))
     spec = {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
             "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths,
-            "lengths": sorted(section["eval"]["lengths"])}
-    if get_task(task).layout.by_k_train:
-        spec["k_test"] = sorted(section["eval"]["k_test"])
+            "lengths": sorted(section["eval"]["lengths"]), **get_task(task).layout.figure_cells(section)}
     return spec
 
 
@@ -214,18 +202,17 @@ def check(config: dict) -> None:
 
 def _check_path_names(config: dict, task: str) -> None:
     """Every scheme, variant and seed of ``task`` names a single folder (see PATH_PATTERNS)."""
-    section, by_k = config[task], get_task(task).layout.by_k_train
+    section, layout = config[task], get_task(task).layout
     for seed in section["seeds"]:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ConfigError(f"{task}.seeds: {seed!r} is not an integer >= 0")
-    variants_field = f"{task}.k_train" if by_k else f"{task}.runs"
     for cell in cells(config, task):
-        fields = {"variant": variants_field, "seed": f"{task}.seeds",
-                  "scheme": f"{task}.schemes" if by_k else f"{task}.runs.{cell['variant']}"}
+        fields = {"variant": f"{task}.{layout.variants_field}", "seed": f"{task}.seeds",
+                  "scheme": f"{task}.{layout.schemes_field(cell['variant'])}"}
         for name, field in fields.items():
             value = str(cell[name])
             if not re.fullmatch(PATH_PATTERNS[name], value):
-                shown = value if name != "variant" or not by_k else value[1:]
+                shown = layout.as_configured(value) if name == "variant" else value
                 raise ConfigError(f"{field}: {shown!r} cannot name a results folder "
                                   f"(the {name} must match {PATH_PATTERNS[name]!r})")
 

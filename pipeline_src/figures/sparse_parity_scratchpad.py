@@ -17,6 +17,9 @@ from .common import note_diverged, read_accuracy, save_figure, suptitle
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "sparse_parity_scratchpad") -> None:
+    from ..tasks import get_task
+
+    layout = get_task(spec["task"]).layout
     frame = read_accuracy(inputs)
     summary = lines.summarize(frame, "answer")
     runs = lines.runs_of(spec)
@@ -27,7 +30,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "spars
     for row, variant in enumerate(variants):
         for col, k in enumerate(k_tests):
             lines.draw(axes[row][col], summary.filter(pl.col("k") == k), [r for r in runs if r[0] == variant],
-                       spec, title=f"K_train={variant[1:]}, k_test={k}", chance=0.5, with_variant=False,
+                       spec, title=f"K_train={layout.k_train(variant)}, k_test={k}", chance=0.5, with_variant=False,
                        per_seed=frame.filter((pl.col("metric") == "answer") & (pl.col("k") == k)))
             axes[row][col].set_xlabel("length 2l")
     handles, labels = axes[0][0].get_legend_handles_labels()

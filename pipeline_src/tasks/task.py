@@ -39,11 +39,50 @@ class Layout:
     variants: tuple[str, ...] = ()
     variant_params: Callable[[str], dict] | None = None
 
+    def variants_of(self, section: dict) -> dict[str, list[str]]:
+        """Every training variant of the task's config ``section``, with the schemes trained on it."""
+        if self.by_k_train:
+            return {f"k{k}": list(section["schemes"]) for k in sorted(section["k_train"])}
+        return {variant: list(schemes) for variant, schemes in section["runs"].items()}
+
+    @property
+    def variants_field(self) -> str:
+        """The section's field that lists its variants (named in errors)."""
+        return "k_train" if self.by_k_train else "runs"
+
+    def schemes_field(self, variant: str) -> str:
+        """The section's field that lists the schemes trained on ``variant`` (named in errors)."""
+        return "schemes" if self.by_k_train else f"runs.{variant}"
+
+    def as_configured(self, variant: str) -> str:
+        """``variant`` as the config writes it: K of a ``k{K}`` variant, a run's own name."""
+        return variant[1:] if self.by_k_train else variant
+
+    def k_train(self, variant: str) -> int | None:
+        """The K_train of a ``k{K}`` variant (None for a task whose variants are named runs)."""
+        return int(self.as_configured(variant)) if self.by_k_train else None
+
     def params(self, variant: str) -> dict:
         """The generator params ``variant`` sets."""
         if self.by_k_train:
-            return {"k_train": int(variant[1:])}
+            return {"k_train": self.k_train(variant)}
         return self.variant_params(variant) if self.variant_params else {}
+
+    def eval_name(self, variant: str) -> str:
+        """File stem of the evaluation set ``variant`` is scored on: shared by the K_train variants;
+        one per named variant, since a variant may change the response (scratchpad or direct)."""
+        return "eval" if self.by_k_train else f"eval_{variant}"
+
+    def eval_params(self, section: dict, variant: str) -> dict:
+        """What the evaluation generator takes beyond lengths, samples and ``eval_data_fields``: the
+        k_test grid of a K_train task, the variant's params otherwise."""
+        if self.by_k_train:
+            return {"k_test": sorted(section["eval"]["k_test"])}
+        return self.params(variant)
+
+    def figure_cells(self, section: dict) -> dict:
+        """What a figure's spec adds besides lengths: the k_test grid of a K_train task."""
+        return {"k_test": sorted(section["eval"]["k_test"])} if self.by_k_train else {}
 
 
 @dataclass(frozen=True)
