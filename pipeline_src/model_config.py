@@ -31,15 +31,16 @@ class ModelConfig:
     """Hyper-parameters of :class:`pipeline_src.model.Decoder`; validated on construction (a broken
     rule is a :class:`ModelConfigError`)."""
 
+    # The defaults are config/config.yaml's (defaults.model; tests/test_defaults.py holds them equal).
     vocab_size: int
-    d_model: int = 128
-    n_layer: int = 4
+    d_model: int = 64
+    n_layer: int = 2
     n_head: int = 4
     d_mlp: int | None = None  # None -> 4 * d_model
     position_encoding: str = "rope"
     rotary_pct: float = 1.0
     rotary_base: float = 10000.0
-    max_positions: int = 1024
+    max_positions: int = 256
     parallel_residual: bool = True
     layer_norm_eps: float = 1e-5
     position_head: bool = False

@@ -310,6 +310,6 @@ def test_recovered_gain_median_and_bootstrap():
     random = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3, column="random_loss")
     assert random["median"].to_list() == pytest.approx([0.0, 0.0]) and random["n_targets"].to_list() == [3, 3]
     with pytest.raises(InfluenceError, match="no loss column 'chosen'"):
-        inf.recovered_gain(frame, column="chosen")
+        inf.recovered_gain(frame, gain_threshold=2.0, column="chosen")
     none = inf.recovered_gain(frame, gain_threshold=10.0)
     assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()

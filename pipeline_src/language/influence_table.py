@@ -30,13 +30,14 @@ class InfluenceError(ValueError):
 
 @dataclass(frozen=True)
 class InfluenceConfig:
-    """Parameters of the analysis; validated on construction (errors name the field)."""
+    """Parameters of the analysis; validated on construction (errors name the field). The defaults
+    are config/config.yaml's (language; tests/test_defaults.py holds them equal)."""
 
     context: int = 128  # Lbar: tokens before each target
     local: int = 64  # L: the local window, the last L of those tokens
     k_max: int = 8  # influential tokens chosen per target
     selection: str = "greedy"  # "greedy" or "topk"
-    n_targets: int = 256  # targets drawn from the held-out documents
+    n_targets: int = 128  # targets drawn from the held-out documents
     seed: int = 0  # seed of the target draw
     batch_size: int = 64  # sequences per model forward (memory ~ batch_size * Lbar * vocab floats)
     null_draws: int = 4  # random draws of k far tokens per target (the random baseline)
@@ -186,7 +187,7 @@ def _float_matrix(series: pl.Series) -> np.ndarray:
     return series.explode().to_numpy().astype(np.float64).reshape(len(series), width)
 
 
-def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float = 2.0, n_boot: int = 1000,
+def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float, n_boot: int = 1000,
                    seed: int = 0, level: float = 0.95, column: str = "sparse_loss") -> pl.DataFrame:
     """Median fraction of the long-context gain that k influential tokens recover, per k (with
     ``column``, that a baseline's k tokens recover: the same targets and resamples).
