@@ -48,8 +48,8 @@ STAGE_ENTRIES = {
     "language_figures": ("figures.figure4", "figures.language_pose", "evaluation.findings"),  # plot, as above
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
-PLUMBING = frozenset({"cli", "bookkeeping.provenance", "bookkeeping.status", "bookkeeping.verify",
-                      "bookkeeping.paths", "bookkeeping.code_digest"})
+PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.provenance", "bookkeeping.status",
+                      "bookkeeping.verify", "bookkeeping.paths", "bookkeeping.code_digest"})
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:
