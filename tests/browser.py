@@ -66,13 +66,19 @@ def measured(page: Path, expression: str, window: tuple[int, int] = (1280, 800),
         pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
     probe = _probe(page, setup, " setTimeout(function () { var out; try { out = String(" + expression + "); }"
                    " catch (err) { out = 'error: ' + err; } document.title = 'MEASURED[' + out + ']'; }, 1500);")
-    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                           f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
-                           probe.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    done = _in_window(probe, window, "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
     found = re.search(r"MEASURED\[(.*?)\]", done.stdout)
     assert found, "the measuring script did not run"
     return found[1]
+
+
+def _in_window(page: Path, window: tuple[int, int], output: str) -> subprocess.CompletedProcess:
+    """The browser run on ``page`` in a window of ``window`` pixels, its timers let run, writing
+    ``output`` (``--dump-dom`` or ``--screenshot=FILE``)."""
+    return subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", output,
+                           f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
+                           Path(page).resolve().as_uri()], capture_output=True, text=True, timeout=120)
 
 
 def _probe(page: Path, setup: str, script: str = "") -> Path:
@@ -92,7 +98,5 @@ def screenshot_on_failure(page: Path, name: str, window: tuple[int, int] = (1280
     except AssertionError:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / f"{name}.png"
-        subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
-                        f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=10000",
-                        _probe(page, setup).resolve().as_uri()], capture_output=True, timeout=120, check=False)
+        _in_window(_probe(page, setup), window, f"--screenshot={shot}")
         raise

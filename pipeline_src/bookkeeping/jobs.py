@@ -117,8 +117,9 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
             "model": dict(section["model"]), "train": dict(section["train"]),
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
-    if get_task(task).layout.k_train(variant) is not None:
-        spec["k_train"] = get_task(task).layout.k_train(variant)
+    k_train = get_task(task).layout.k_train(variant)
+    if k_train is not None:
+        spec["k_train"] = k_train
     if not get_scheme(scheme).predicts_positions:
         del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
     drop_eager_compile(spec["train"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -91,11 +92,21 @@ def panel_grid(panels: int, most: int = MAX_COLUMNS) -> tuple[int, int]:
     return math.ceil(panels / columns), columns
 
 
+def grid_figure(panels: int, panel_size: tuple[float, float], extra_width: float = 0.0, **subplots):
+    """A figure of ``panels`` panels in :func:`panel_grid`'s grid, each ``panel_size`` inches (plus
+    ``extra_width`` for a legend or colour bar), the grid's spare cells hidden: the figure, the whole
+    grid of axes, and the ``panels`` shown ones in reading order."""
+    rows, columns = panel_grid(panels)
+    fig, grid = plt.subplots(rows, columns, squeeze=False, layout="constrained", **subplots,
+                             figsize=(panel_size[0] * columns + extra_width, panel_size[1] * rows))
+    for ax in grid.ravel()[panels:]:
+        ax.set_visible(False)
+    return fig, grid, list(grid.ravel()[:panels])
+
+
 def suptitle(fig, text: str) -> None:
     """``fig``'s title, wrapped to the figure's width (a one-line title wider than the panels would
     widen the saved image, and shrink everything in it, by the title's overhang)."""
-    import textwrap
-
     fig.suptitle(textwrap.fill(text, max(40, int(fig.get_figwidth() * 12))), fontsize=10)
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import note_diverged, panel_grid, read_accuracy, save_figure, suptitle
+from .common import grid_figure, note_diverged, read_accuracy, save_figure, suptitle
 
 PANELS = (  # title, metric, runs (variant, scheme)
     ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),
@@ -27,12 +26,8 @@ PANELS = (  # title, metric, runs (variant, scheme)
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure3") -> None:
     frame = read_accuracy(inputs)
-    rows, columns = panel_grid(len(PANELS))
-    fig, axes = plt.subplots(rows, columns, squeeze=False, sharey=True, figsize=(3.4 * columns, 3.3 * rows),
-                             layout="constrained")
-    for ax in axes.ravel()[len(PANELS):]:
-        ax.set_visible(False)
-    for ax, (title, metric, runs) in zip(axes.ravel(), PANELS):
+    fig, _, axes = grid_figure(len(PANELS), (3.4, 3.3), sharey=True)
+    for ax, (title, metric, runs) in zip(axes, PANELS):
         summary = lines.summarize(frame, metric)
         lines.draw(ax, summary, runs, spec, title=title, with_variant=False,
                    per_seed=frame.filter(pl.col("metric") == metric))

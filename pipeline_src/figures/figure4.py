@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ..storage import datasets
 from ..language import influence
-from .common import panel_grid, save_figure, suptitle
+from .common import grid_figure, save_figure, suptitle
 
 
 # The last panel's curves: the influential tokens, then the two null baselines.
@@ -48,9 +47,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     pad = 0.05 * (high - low) or 0.01  # axes fitted to the data (with a margin)
     limits = (low - pad, high + pad)
 
-    rows, columns = panel_grid(k_max + 1)
-    fig, axes = plt.subplots(rows, columns, squeeze=False, figsize=(3.0 * columns, 2.9 * rows), layout="constrained")
-    flat = axes.ravel()
+    fig, axes, flat = grid_figure(k_max + 1, (3.0, 2.9))
     counts = None
     for k in range(1, k_max + 1):
         ax = flat[k - 1]
@@ -92,8 +89,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax.set_title(f"{n} of {frame.height} targets with gain > {threshold:g}", fontsize=9)
     if counts is not None:  # one scale for every panel (vmin, vmax fixed)
         fig.colorbar(counts, ax=axes.ravel().tolist(), location="left", shrink=0.6, label="targets per hexagon")
-    for ax in flat[k_max + 1:]:
-        ax.set_visible(False)
     suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']} "
                   f"({frame.height} held-out targets)")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")

@@ -13,7 +13,7 @@ import polars as pl
 
 from ..evaluation import accuracy_schema
 from ..schemes import SCHEMES
-from .common import mean_over_seeds, suptitle
+from .common import mean_over_seeds, note_diverged, read_accuracy, save_figure, suptitle
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 STYLES = ("-", "--", ":", "-.")  # the other variants' styles (k_train variants), by their place in the spec
@@ -103,8 +103,6 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
                   x_label: str, title: str) -> None:
     """A row of panels, one per ``(metric, panel title, chance level)``, each one line per run against
     length; the legend to the right; runs whose training diverged named under the figure."""
-    from .common import note_diverged, read_accuracy, save_figure
-
     frame = read_accuracy(inputs)
     fig, axes = plt.subplots(1, len(panels), sharey=True, figsize=(5 * len(panels), 3.8), layout="constrained")
     for ax, (metric, panel_title, chance) in zip(axes, panels):

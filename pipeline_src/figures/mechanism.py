@@ -14,12 +14,11 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import polars as pl
 
 from ..evaluation import accuracy_schema, mechanism_schema
 from . import lines
-from .common import note_diverged, panel_grid, read_accuracy, save_figure, suptitle
+from .common import grid_figure, note_diverged, read_accuracy, save_figure, suptitle
 
 RUN = ["variant", "scheme", "seed"]
 
@@ -56,12 +55,7 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
     styles = lines.variant_styles(spec)
     draw = functools.partial(lines.draw, runs=runs, spec=spec, with_variant=with_variant, styles=styles)
     panels = len(layers) + 3
-    rows, columns = panel_grid(panels)
-    fig, grid = plt.subplots(rows, columns, squeeze=False, figsize=(3.4 * columns + 1.6, 3.2 * rows),
-                             layout="constrained")
-    for ax in grid.ravel()[panels:]:
-        ax.set_visible(False)
-    axes = grid.ravel()[:panels]
+    fig, _, axes = grid_figure(panels, (3.4, 3.2), extra_width=1.6)
 
     exact = frame.filter((pl.col("metric") == "exact_match") & pl.col("accuracy").is_not_null())
     draw(axes[0], seed_band(exact, "accuracy"), title="exact match")

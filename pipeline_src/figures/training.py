@@ -83,12 +83,10 @@ def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path]
     groups, columns = panel_grid(len(schemes))  # a row of loss panels over a row of accuracy panels, per group
     fig, grid = plt.subplots(len(METRICS) * groups, columns, squeeze=False, sharex=True,
                              figsize=(1.5 + 3.2 * columns, 2.7 * len(METRICS) * groups), layout="constrained")
-    for row in range(len(METRICS), len(METRICS) * groups):  # each metric's panels on one y scale
-        for ax in grid[row]:
-            ax.sharey(grid[row % len(METRICS), 0])
-    for row in range(len(METRICS)):
-        for ax in grid[row, 1:]:
-            ax.sharey(grid[row, 0])
+    for row, panels in enumerate(grid):  # each metric's panels on one y scale, its first panel's
+        for ax in panels:
+            if ax is not grid[row % len(METRICS), 0]:
+                ax.sharey(grid[row % len(METRICS), 0])
     for column, scheme in enumerate(schemes):
         axes = panels_of(grid, column, columns)
         colour = palette.get(scheme, cycle(column % 10))

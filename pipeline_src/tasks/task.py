@@ -76,9 +76,7 @@ class Layout:
     def eval_params(self, section: dict, variant: str) -> dict:
         """What the evaluation generator takes beyond lengths, samples and ``eval_data_fields``: the
         k_test grid of a K_train task, the variant's params otherwise."""
-        if self.by_k_train:
-            return {"k_test": sorted(section["eval"]["k_test"])}
-        return self.params(variant)
+        return self.figure_cells(section) if self.by_k_train else self.params(variant)
 
     def figure_cells(self, section: dict) -> dict:
         """What a figure's spec adds besides lengths: the k_test grid of a K_train task."""
