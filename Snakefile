@@ -30,7 +30,7 @@ include: "workflow/rules/language.smk"
 # Targets: each figure by its name (`snakemake figure2`), and `all`. Rules without outputs, so that
 # everything a figure was made from is asked for, and a file lost while the figure stayed is made
 # again (see figure_target in workflow/rules/common.smk).
-TARGETS = {figure: figure_target(figure) for figure in [*FIGURES, *LANGUAGE_FIGURES]}
+TARGETS = {figure: figure_target(figure) for figure in FIGURES}
 
 for figure, inputs in TARGETS.items():
 

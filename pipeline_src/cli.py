@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import json
 import os
 import sys
@@ -17,10 +16,9 @@ from pathlib import Path
 
 import click
 
-from .bookkeeping.jobs import FIGURE_TASK
 from .cli_common import MODEL_DIR, OUT_DIR, RULE, SPEC, THREADS, TOKENS, _model_job_errors
 from .cli_tools import COMMANDS
-from .language.config import LANGUAGE_FIGURES
+from .studies import all_figures, study_of
 
 
 class Commands(click.Group):
@@ -210,7 +208,7 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
 
 
 @main.command()
-@click.argument("figure", type=click.Choice([*FIGURE_TASK, *LANGUAGE_FIGURES]))
+@click.argument("figure", type=click.Choice(all_figures()))
 @SPEC
 @RULE
 @click.option("--out", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -236,26 +234,24 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
                              (training_caption, "--training-caption")):
         if template and not template[0].is_file():
             raise click.BadParameter(f"{template[0]}: no such caption template", param_hint=option)
+    study = study_of(figure)
     for sources, outs, option in ((mechanism_dirs, mechanism_outputs, "--mechanism-dir"),
                                   (training_logs, training_outputs, "--training-log")):
-        if bool(sources) != bool(outs) or (sources and figure not in FIGURE_TASK):
-            raise click.UsageError(f"{option} and {option.rsplit('-', 1)[0]}-out go together, with a task's figure")
-    if figure in FIGURE_TASK and spec.get("task") != FIGURE_TASK[figure]:
-        raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASK[figure]!r}, but the spec is for "
-                                 f"task {spec.get('task')!r}", param_hint="--spec")
-    if figure in FIGURE_TASK:  # a task's figure: its module names the function that draws it
-        from .tasks import get_task
-
-        draw = get_task(FIGURE_TASK[figure]).figure.plot_function()
-    else:
-        draw = importlib.import_module(f".figures.{figure}", __package__).plot
-    draw(spec, list(inputs), list(outputs), rule=rule)
+        kind = option.split("-")[2]
+        if bool(sources) != bool(outs) or (sources and kind not in study.companion_kinds):
+            raise click.UsageError(f"{option} and --{kind}-out go together, with a figure that has a {kind} figure")
+    try:
+        study.check_plot_spec(figure, spec)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--spec") from None
+    study.draw(figure)(spec, list(inputs), list(outputs), rule=rule)
     from .figures.caption import write_caption
 
     if caption:
         from .evaluation.findings import caption as finding
 
-        write_caption(caption[0], outputs[0], caption[1], finding=finding(figure, spec, list(inputs)))
+        write_caption(caption[0], outputs[0], caption[1], study.caption_run,
+                      finding=finding(figure, spec, list(inputs)))
     if mechanism_dirs:
         from .evaluation.mechanism_schema import table_paths
         from .figures.mechanism import plot as draw_mechanism
@@ -263,13 +259,13 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
         draw_mechanism(spec, list(inputs), [table_paths(folder) for folder in mechanism_dirs], list(mechanism_outputs),
                        rule=rule)
         if mechanism_caption:
-            write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
+            write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1], study.caption_run)
     if training_logs:
         from .figures.training import plot as draw_training
 
         draw_training(spec, list(inputs), list(training_logs), list(training_outputs), rule=rule)
         if training_caption:
-            write_caption(training_caption[0], training_outputs[0], training_caption[1])
+            write_caption(training_caption[0], training_outputs[0], training_caption[1], study.caption_run)
 
 
 for _command in COMMANDS:  # the commands that read what a run made (cli_tools)

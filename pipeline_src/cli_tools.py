@@ -147,7 +147,8 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
       acc@train_max  accuracy at the longest evaluated length within the training lengths
       acc@longest    accuracy at the longest evaluated length
     Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`."""
-    from .bookkeeping.status import StatusError, config_status, format_status, load_config
+    from .bookkeeping.status import StatusError, config_status, format_status
+    from .studies import load_config
 
     try:
         config = load_config(configfiles)
@@ -173,7 +174,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
     --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
     from .bookkeeping import jobs
-    from .bookkeeping.status import StatusError, load_config
+    from .bookkeeping.status import StatusError
+    from .studies import load_config
 
     try:
         config = load_config((*configfiles, *listed))

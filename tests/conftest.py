@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 def default_config() -> dict:
     """``config/config.yaml`` as the workflow sees it: validated, each task section merged over
     ``defaults``."""
-    from pipeline_src.bookkeeping.status import load_config
+    from pipeline_src.studies import load_config
 
     return load_config([], base=REPO / "config" / "config.yaml")
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from pipeline_src import studies
 from pipeline_src import schemes
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.checkpoints import load_model
@@ -314,7 +315,7 @@ def _with_defaults_model(**model) -> dict:
 
 def test_log_length_flows_from_the_config_to_the_model():
     config = _with_defaults_model(attention_scale="log_length")
-    jobs.validate(config)
+    studies.validate(config)
     task = jobs.tasks(config)[0]
     cell = jobs.cells(config, task)[0]
     spec = jobs.train_spec(config, task, cell["variant"], cell["scheme"], cell["seed"])
@@ -325,7 +326,7 @@ def test_log_length_flows_from_the_config_to_the_model():
 def test_bad_attention_scale_names_the_field():
     config = _with_defaults_model(attention_scale="sqrt")
     with pytest.raises(jobs.ConfigError, match=re.escape("model.attention_scale")):
-        jobs.validate(config)
+        studies.validate(config)
     spec = tiny_train_spec("rope")
     spec["model"]["attention_scale"] = "sqrt"
     with pytest.raises(ValueError, match=re.escape("model.attention_scale='sqrt'")):

@@ -7,7 +7,9 @@ import jinja2
 import pytest
 
 from pipeline_src.bookkeeping.provenance import build_record, upstream_values, write_sidecar
+from pipeline_src.bookkeeping.task_study import CAPTION_RUN
 from pipeline_src.figures.caption import render, write_caption
+from pipeline_src.language.study import CAPTION_RUN as LANGUAGE_RUN
 
 
 def artifact(path, rule, config, inputs=None):
@@ -41,18 +43,34 @@ TASK = {"train": {"model.d_model": [64], "model.n_layer": [1], "model.n_head": [
 
 
 def test_a_caption_states_the_recorded_values_and_where_runs_differ():
-    text = " ".join(render("Figure {{ spec.seeds|length }}.", record(TASK)).split())
+    text = " ".join(render("Figure {{ spec.seeds|length }}.", record(TASK), CAPTION_RUN).split())
     assert text.startswith("Figure 2. **This run**")
     assert "seeds 0, 1; d_model 64, 1 layer, 2, 4 heads (differs between runs);" in text
     assert "30 training steps of batch 16 at lr 0.001; 10 evaluation samples per cell." in text
     assert "git commit ``abc``; its inputs at ``def``." in text and "sha256 ``00ff``" in text
 
 
+LANGUAGE = {"language_train": {"seed": [0], "model.d_model": [128], "model.n_layer": [2], "model.n_head": [4],
+                               "train.steps": [1000], "train.batch_size": [16], "train.lr": [0.001]},
+            "language_corpus": {"corpus.split_seed": [0], "corpus.source": ["default"], "tokenizer.vocab_size": [4096]},
+            "language_influence": {"seed": [0], "n_targets": [128], "selection": ["greedy"], "k_max": [8]}}
+
+
+@pytest.mark.parametrize("tokenizer, shown", [({"tokenizer.vocab_size": [4096]}, "tokenizer of 4096 tokens;"),
+                                              ({"tokenizer.path": ["tok/tokenizer.json"]}, "tokenizer tok/tokenizer.json;")])
+def test_a_language_caption_names_its_tokenizer_by_size_or_file(tokenizer, shown):
+    corpus = {key: value for key, value in LANGUAGE["language_corpus"].items() if not key.startswith("tokenizer")}
+    made_with = {**LANGUAGE, "language_corpus": {**corpus, **tokenizer}}
+    text = " ".join(render("Figure 4.", record(made_with, {"seed": 3}), LANGUAGE_RUN).split())
+    assert "language model seed 0 (split seed 0, target seed 0, bootstrap seed 3); corpus default;" in text
+    assert f"at lr 0.001; {shown} 128 analysed targets, greedy selection up to k = 8." in text
+
+
 def test_a_caption_names_what_its_record_lacks():
     with pytest.raises(KeyError, match="no value of 'params.n_per_cell' from rule 'eval_data'"):
-        render("", record({"train": TASK["train"]}))
+        render("", record({"train": TASK["train"]}), CAPTION_RUN)
     with pytest.raises(jinja2.UndefinedError):  # a template naming a field the spec does not have
-        render("{{ spec.missing }}", record(TASK))
+        render("{{ spec.missing }}", record(TASK), CAPTION_RUN)
 
 
 def test_a_caption_left_with_template_syntax_is_refused(tmp_path):
@@ -64,7 +82,7 @@ def test_a_caption_left_with_template_syntax_is_refused(tmp_path):
     template = tmp_path / "t.rst"
     template.write_text("{{ spec.note }}")
     with pytest.raises(ValueError, match="still holds template syntax"):
-        write_caption(template, figure, tmp_path / "f.caption.rst")
+        write_caption(template, figure, tmp_path / "f.caption.rst", CAPTION_RUN)
     template.write_text("A figure.")
-    write_caption(template, figure, tmp_path / "f.caption.rst")
+    write_caption(template, figure, tmp_path / "f.caption.rst", CAPTION_RUN)
     assert "10 evaluation samples" in (tmp_path / "f.caption.rst").read_text()

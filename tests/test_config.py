@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tests.conftest import default_config
-from pipeline_src.bookkeeping.status import load_config
+from pipeline_src import studies
+
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.tasks import get_task
@@ -142,11 +143,11 @@ def merged(base: dict, override: dict) -> dict:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml") if p.name != "config.yaml"))
 def test_shipped_scale_configs_pass_the_cross_field_checks(name):
-    load_config([REPO / "config" / name], base=REPO / "config" / "config.yaml")
+    studies.load_config([REPO / "config" / name], base=REPO / "config" / "config.yaml")
 
 
 def test_smoke_config_is_tiny_for_every_task():
-    smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
+    smoke = studies.load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     for task in jobs.tasks(smoke):
         assert smoke[task]["train"]["steps"] <= 50 and smoke[task]["model"]["d_model"] <= 32, task
         assert smoke[task]["data"]["n_train"] <= 2000 and smoke[task]["eval"]["n_per_cell"] <= 20, task
@@ -188,7 +189,7 @@ def test_where_a_value_is_written_changes_no_job_spec():
 
 
 def validated(config: dict) -> dict:
-    jobs.validate(config)
+    studies.validate(config)
     return config
 
 
@@ -196,12 +197,12 @@ def test_errors_in_defaults_name_the_defaults_field():
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     raw["defaults"]["train"]["lr"] = "fast"
     with pytest.raises(jobs.ConfigError, match=re.escape("defaults.train.lr")):
-        jobs.validate(raw)
+        studies.validate(raw)
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     del raw["defaults"]["train"]["steps"]
     with pytest.raises(jobs.ConfigError, match=r"[a-z_]+\.train: 'steps' is a required property \(write it in the "
                                                r"task's section or in defaults\)"):
-        jobs.validate(raw)
+        studies.validate(raw)
 
 
 UNSAFE_NAMES = [  # a config value that would name a folder outside its cell's -> the field named

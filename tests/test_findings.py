@@ -311,7 +311,7 @@ def test_f4_own_far_tokens_against_another_documents(tmp_path, config, own, othe
 
 def test_no_tables_is_no_results_not_an_error(tmp_path, config):
     assert [f.verdict for f in judge_folder(config, tmp_path)] == [judged.NO_RESULTS] * 4
-    config["tasks"] = [task for task in config["tasks"] if task != "language"]
+    config["language"]["enabled"] = False
     assert "no natural-language analysis" in row(config, tmp_path, "F4").numbers
 
 
@@ -375,6 +375,7 @@ def write_f2(results, config, coupled_value: float, other_value: float) -> None:
 @pytest.mark.parametrize("good, expected", [(True, judged.REPRODUCED), (False, judged.NOT_REPRODUCED)])
 def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path, config, good, expected):
     from pipeline_src.figures.caption import render
+    from pipeline_src.bookkeeping.task_study import CAPTION_RUN
     from tests.test_caption import TASK, record
 
     write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
@@ -383,7 +384,7 @@ def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path,
     assert paragraph.startswith(f"**F2: {expected}** (the paper: ")
     assert f"at length {f2_beyond(config)}" in paragraph  # the criterion, and the numbers it compared
     assert f"ppc {0.8 if good else 0.1:.2f} (" in paragraph
-    text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), paragraph)
+    text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), CAPTION_RUN, paragraph)
     assert f"\n{paragraph}\n" in text and text.index(paragraph) < text.index("**This run**")
 
 

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 from tests.conftest import default_config
 from pipeline_src.bookkeeping.schema import config_schema
+from pipeline_src import studies
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json, sha256_file
@@ -92,7 +93,7 @@ def test_shipped_configs_pass_schema_and_checks(config):
     lang.check(config)  # (the paper config's task sections are another test's business)
     assert lang.models(config) == ["main", "short_rope", "short_pose"]
     assert lang.figures(config) == ["figure4", "language_pose"]
-    assert "language" not in jobs.tasks(config)
+    assert lang.enabled(config) and "language" not in jobs.tasks(config)
 
 
 def test_specs_hold_only_the_fields_each_job_uses():
@@ -110,7 +111,7 @@ def test_specs_hold_only_the_fields_each_job_uses():
     assert lang.corpus_spec(config)["tokenizer"] == {"path": "tok/tokenizer.json"}
     config["language"]["pose"]["enabled"] = False
     assert lang.models(config) == ["main"] and lang.figures(config) == ["figure4"]
-    config["tasks"] = ["sparse_parity"]
+    config["language"]["enabled"] = False
     assert lang.models(config) == [] and lang.figures(config) == []
 
 
@@ -127,7 +128,14 @@ def test_inconsistent_language_configs_name_the_field(changes, message):
     for key, value in changes.items():
         config["language"][key] = merged(config["language"][key], value) if isinstance(value, dict) else value
     with pytest.raises(jobs.ConfigError, match=message.replace(".", r"\.")):
-        jobs.check(config)
+        studies.validate(config)
+
+
+def test_language_listed_as_a_task_says_what_switches_the_study():
+    config = copy.deepcopy(DEFAULT)
+    config["tasks"] = [*config["tasks"], "language"]
+    with pytest.raises(jobs.ConfigError, match=r"tasks\[5\]: .language. is not one of .*language\.enabled switches it"):
+        studies.validate(config)
 
 
 # --- corpus -> tokenizer -> token stream ----------------------------------------------------------

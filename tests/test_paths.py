@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from pipeline_src.bookkeeping import jobs
+from pipeline_src import studies
 from pipeline_src.bookkeeping import paths, status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def test_status_writes_no_result_path_of_its_own():
 
 
 def test_every_path_status_reads_comes_from_paths(monkeypatch):
-    config = status.load_config([REPO / "config/smoke.yaml"], base=REPO / "config/config.yaml")
+    config = studies.load_config([REPO / "config/smoke.yaml"], base=REPO / "config/config.yaml")
     cells = [cell for task in jobs.tasks(config) for cell in jobs.cells(config, task)]
     monkeypatch.setattr(paths, "RESULTS", "elsewhere")
     for cell in cells:

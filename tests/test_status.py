@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from pipeline_src.bookkeeping import status as status_module
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
-from pipeline_src.bookkeeping.status import StatusError, cell_jobs, load_config
+from pipeline_src.bookkeeping.status import StatusError, cell_jobs
+from pipeline_src.studies import load_config
 from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 
 REPO = Path(__file__).resolve().parents[1]

@@ -66,7 +66,7 @@ def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
     """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
     figure, and the tasks with a mechanism figure."""
     from pipeline_src.bookkeeping import jobs
-    from pipeline_src.bookkeeping.status import load_config
+    from pipeline_src.studies import load_config
     from pipeline_src.language import config as lang
 
     smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")

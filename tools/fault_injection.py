@@ -78,12 +78,10 @@ def same_bytes(old: Path, new: Path) -> list[str]:
 def figure_targets(configfile: str) -> list[str]:
     """The figures of ``configfile`` (merged over the default config): each is a target of its own."""
     sys.path.insert(0, str(REPO))
-    from pipeline_src.bookkeeping import jobs
-    from pipeline_src.bookkeeping.status import load_config
-    from pipeline_src.language import config as lang
+    from pipeline_src import studies
 
-    config = load_config([REPO / configfile], base=REPO / "config" / "config.yaml")
-    return [*jobs.figures(config), *lang.figures(config)]
+    config = studies.load_config([REPO / configfile], base=REPO / "config" / "config.yaml")
+    return studies.figures(config)
 
 
 def kill_at_random(workdir: Path, args: list[str], within: float, rng: random.Random) -> tuple[bool, str]:

@@ -19,7 +19,6 @@ import itertools
 import re
 
 from ..device_setting import device_setting
-from ..language import config as language_config
 from ..model_config import model_config
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
@@ -39,9 +38,8 @@ FIGURE_TASK = {task.figure.name: name for name, task in TASKS.items()}  # figure
 
 
 def tasks(config: dict) -> list[str]:
-    """The synthetic tasks this run trains and plots, in config order (``language``, the
-    natural-language analysis, has its own jobs: :mod:`pipeline_src.language.config`)."""
-    return [task for task in config["tasks"] if task in TASKS]
+    """The synthetic tasks this run trains and plots, in config order."""
+    return list(config["tasks"])
 
 
 def figures(config: dict) -> list[str]:
@@ -151,10 +149,10 @@ def figure_spec(config: dict, figure: str) -> dict:
     return spec
 
 
-def validate(config: dict) -> None:
-    """The whole check of a loaded config, as the Snakefile and ``lengthgen status`` run it, in
-    place: each task section merged over ``defaults`` (:func:`merge_defaults`), the JSON schema
-    (:mod:`.schema`, filling its defaults), then the cross-field checks."""
+def complete(config: dict) -> None:
+    """A loaded config made whole, in place: each task section merged over ``defaults``
+    (:func:`merge_defaults`) and the JSON schema's check (:mod:`.schema`, filling its defaults). The
+    cross-field checks are each study's (:func:`pipeline_src.studies.validate` runs both)."""
     from .schema import ConfigSchemaError, validate as validate_schema
 
     try:
@@ -163,7 +161,6 @@ def validate(config: dict) -> None:
         validate_schema(config)
     except ConfigSchemaError as err:
         raise ConfigError(str(err)) from None
-    check(config)
 
 
 def merge_defaults(config: dict) -> None:
@@ -186,19 +183,14 @@ def _merged(base: dict, override: dict) -> dict:
 def check(config: dict) -> None:
     """Cross-field checks the JSON schema cannot express; errors name the field. Also (as the schema
     does) rejects any name that could not be a results folder, should the schema be bypassed."""
-    known = [*TASKS, language_config.LANGUAGE]
     for task in config["tasks"]:
-        if task not in known:
-            raise ConfigError(f"tasks lists unknown task {task!r}; known: {known}")
+        if task not in TASKS:
+            raise ConfigError(f"tasks lists unknown task {task!r}; known: {list(TASKS)}")
         if task not in config:
             raise ConfigError(f"tasks lists {task!r} but the config has no {task} section")
     for task in tasks(config):
         _check_path_names(config, task)
         _check_task(config, task)
-    try:
-        language_config.check(config)
-    except language_config.LanguageConfigError as err:
-        raise ConfigError(str(err)) from None
 
 
 def _check_path_names(config: dict, task: str) -> None:

@@ -9,23 +9,21 @@ only: the figure's spec against the one this config gives, and every config valu
 upstream of it (``made_with``) against the values this config's jobs would run with.
 
 The Snakefile passes the page to the report's description template through ``config`` (the only
-thing Snakemake gives that template), as a :class:`LandingPage`: an empty string to anything that
-serialises the config, its text made when the template prints it, at report time.
+thing Snakemake gives that template), as a :class:`LandingPage` of the config and the pipeline's
+studies (:data:`pipeline_src.studies.STUDIES`): an empty string to anything that serialises the
+config, its text made when the template prints it, at report time.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import jobs
 from . import paths
-from ..language import config as lang
 from ..storage.canonical import canonical_json, config_hash
 from .provenance import add_values, code_version, library_versions, read_record
-from .status import cell_jobs, diff_fields, unfinished_cells
+from .status import diff_fields, unfinished_cells
+from .study import Study
 
-
-TRAIN_RULES = ("train", "language_train")
 
 # Snakemake's page template centres the page's content vertically in a window-high box: a landing
 # page taller than the window would start above the window's top, out of reach of the scroll bar.
@@ -33,19 +31,11 @@ TRAIN_RULES = ("train", "language_train")
 TOP_ALIGNED = [".. raw:: html", "", "   <style>.h-screen.items-center { align-items: flex-start; }</style>", ""]
 
 
-def expected_values(config: dict, figure: str) -> dict[str, dict[str, list]]:
+def expected_values(config: dict, study: Study, figure: str) -> dict[str, dict[str, list]]:
     """Per rule upstream of ``figure``, each config field's values under ``config`` (the shape of a
     figure record's ``made_with``, without code versions)."""
-    if figure in jobs.FIGURE_TASK:
-        task = jobs.FIGURE_TASK[figure]
-        specs: dict[str, list[dict]] = {}
-        for cell in jobs.cells(config, task):
-            for job in cell_jobs(config, cell):
-                specs.setdefault(job.rule, []).append(job.spec)
-    else:
-        specs = lang.job_specs(config)
     values: dict[str, dict[str, list]] = {}
-    for rule, rule_specs in specs.items():
+    for rule, rule_specs in study.upstream_specs(config, figure).items():
         for spec in rule_specs:
             add_values(values.setdefault(rule, {}), spec)
     return values
@@ -55,17 +45,17 @@ def _text(values: list) -> str:
     return ", ".join(canonical_json(value) for value in values)
 
 
-def figure_differences(config: dict, figure: str, record: dict, limit: int = 4) -> list[str]:
-    """How ``figure`` (its provenance ``record``) differs from what ``config`` would make: its spec,
-    then each upstream value the figure recorded that ``config`` does not give its rule."""
-    expected_spec = (jobs.figure_spec(config, figure) if figure in jobs.FIGURE_TASK
-                     else lang.figure_spec(config, figure))
+def figure_differences(config: dict, study: Study, figure: str, record: dict, limit: int = 4) -> list[str]:
+    """How ``figure`` of ``study`` (its provenance ``record``) differs from what ``config`` would
+    make: its spec, then each upstream value the figure recorded that ``config`` does not give its
+    rule."""
+    expected_spec = study.figure_spec(config, figure)
     found = []
     if record.get("config_hash") != config_hash(expected_spec):
         found.append(f"figure spec, figure -> this config ({diff_fields(record.get('config', {}), expected_spec)})")
-    expected = expected_values(config, figure)
+    expected = expected_values(config, study, figure)
     # the models' sizes and training first: the differences a reader looks for
-    for rule, fields in sorted(record.get("made_with", {}).items(), key=lambda item: (item[0] not in TRAIN_RULES, item[0])):
+    for rule, fields in sorted(record.get("made_with", {}).items(), key=lambda item: (item[0] != study.train_rule, item[0])):
         for key, values in fields.items():
             if key.startswith("code."):
                 continue
@@ -75,10 +65,10 @@ def figure_differences(config: dict, figure: str, record: dict, limit: int = 4) 
     return found[:limit] + ([f"{len(found) - limit} more"] if len(found) > limit else [])
 
 
-def figures_section(config: dict) -> list[str]:
+def figures_section(config: dict, studies: tuple[Study, ...]) -> list[str]:
     """One bullet per figure of ``config``: made with it, made with another, or not made."""
     lines = []
-    for figure in [*jobs.figures(config), *lang.figures(config)]:
+    for study, figure in ((study, figure) for study in studies for figure in study.figures(config)):
         png = paths.figure_files(figure)[0]
         if not Path(png).exists():
             lines.append(f"- **{figure}**: not made yet (no ``{png}``)")
@@ -88,7 +78,7 @@ def figures_section(config: dict) -> list[str]:
         except (OSError, ValueError) as err:
             lines.append(f"- **{figure}**: no readable figure or record ({err})")
             continue
-        differences = figure_differences(config, figure, record)
+        differences = figure_differences(config, study, figure, record)
         made = f"code ``{record['code']['git_commit'][:12]}``{' (dirty)' if record['code'].get('git_dirty') else ''}"
         if differences:
             lines.append(f"- **{figure}: made with another config than this report's** ({made}): "
@@ -102,7 +92,7 @@ def _bullets(items: str | list[str]) -> list[str]:
     return ["  none"] if isinstance(items, str) else [f"  - ``{item}``" for item in items]
 
 
-def render(config: dict) -> str:
+def render(config: dict, studies: tuple[Study, ...]) -> str:
     """The landing page as reStructuredText."""
     code = code_version()
     dirty = {True: "yes", False: "no", None: "unknown"}[code["git_dirty"]]
@@ -116,7 +106,7 @@ def render(config: dict) -> str:
              f":uncommitted changes: {dirty}",
              f":lengthgen version: {code['package_version']}",
              f":library versions: {libraries}", "",
-             "**Figures and this report's config**", "", *figures_section(config), "",
+             "**Figures and this report's config**", "", *figures_section(config, studies), "",
              "**Cells that did not finish**", ""]
     for title, items in unfinished_cells(Path(paths.RESULTS)).items():
         lines += [f"- {title}:", "", *_bullets(items), ""]
@@ -124,16 +114,16 @@ def render(config: dict) -> str:
 
 
 class LandingPage(str):
-    """The landing page of a config, made when printed (``str()``); as a string value (JSON, YAML),
-    empty."""
+    """The landing page of a config and the pipeline's studies, made when printed (``str()``); as a
+    string value (JSON, YAML), empty."""
 
-    def __new__(cls, config: dict | None = None):
+    def __new__(cls, config: dict | None = None, studies: tuple[Study, ...] = ()):
         page = super().__new__(cls, "")
-        page.config = config
+        page.config, page.studies = config, studies
         return page
 
     def __str__(self) -> str:
-        return render(self.config)
+        return render(self.config, self.studies)
 
 
 def counts() -> dict[str, int]:

@@ -25,14 +25,13 @@ class ConfigSchemaError(ValueError):
 def _schema() -> dict:
     import yaml
 
-    from ..language.config import LANGUAGE
     from ..schemes import SCHEMES
     from ..tasks import TASKS
 
     schema = yaml.safe_load(SCHEMA_FILE.read_text())
     defs = schema["$defs"]
     defs["scheme"] = {"enum": list(SCHEMES)}
-    schema["properties"]["tasks"]["items"] = {"enum": [*TASKS, LANGUAGE]}
+    schema["properties"]["tasks"]["items"]["enum"] = list(TASKS)
     for name, task in TASKS.items():
         section = copy.deepcopy(defs["k_task" if task.layout.by_k_train else "n_task"])
         section["description"] = task.summary
@@ -105,7 +104,8 @@ def validate(config: dict, sections: bool = True) -> None:
 
 def _short(error) -> str:
     """The validator's message without a dump of a large offending value, with a hint where the
-    mistake is a common one: a misspelt key, or a number YAML read as a string."""
+    mistake is a common one: a misspelt key, a value outside an enum whose schema describes the
+    values, or a number YAML read as a string."""
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown key") + _did_you_mean(error)
     message = error.message
@@ -113,7 +113,11 @@ def _short(error) -> str:
         if _is_number(error.instance):
             return (f"{message}: YAML reads {error.instance} as a string (its floats need a dot and a signed "
                     f"exponent); write {_yaml_number(error.instance)}")
-    return message if len(message) <= 200 else f"{message[:200]}... (fails {error.validator!r})"
+    if len(message) > 200:
+        message = f"{message[:200]}... (fails {error.validator!r})"
+    if error.validator == "enum" and "description" in error.schema:  # what the allowed values are
+        message += f": {error.schema['description']}"
+    return message
 
 
 def _did_you_mean(error) -> str:

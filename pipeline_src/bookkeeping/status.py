@@ -50,11 +50,11 @@ class StatusError(ValueError):
 # --- the config, loaded like Snakemake ---
 
 
-def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
+def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> tuple[dict, list[Path]]:
     """``base`` deep-merged with each of ``configfiles`` in order (Snakemake's ``update_config``:
-    nested keys merge, lists are replaced), validated with the schema's defaults filled in, checked.
-    ``base`` may be absent when config files are given, as with Snakemake. Invalid YAML is an
-    error naming the file, line and column."""
+    nested keys merge, lists are replaced), unchecked, and the files read. ``base`` may be absent
+    when config files are given, as with Snakemake. Invalid YAML is an error naming the file, line
+    and column. :func:`pipeline_src.studies.load_config` checks what this reads."""
     from snakemake.utils import update_config
 
     files = [Path(f) for f in configfiles]
@@ -65,11 +65,7 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
         if not path.is_file():
             raise StatusError(f"{path}: config file not found (run from the pipeline's working directory)")
         update_config(config, _read_config_file(path))
-    try:
-        jobs.validate(config)
-    except jobs.ConfigError as err:
-        raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
-    return config
+    return config, files
 
 
 def _read_config_file(path: Path) -> dict:

@@ -13,7 +13,6 @@ import polars as pl
 
 from ..bookkeeping import jobs
 from ..bookkeeping import paths
-from ..language import config as language_config
 from . import findings as judged
 from . import run_summary
 
@@ -22,24 +21,22 @@ README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
 def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
     """Per finding: the spec of its figure (None where ``config`` does not draw it) and the task the
-    figure shows ("" for the language figure)."""
+    figure shows ("" for a figure of no synthetic task)."""
+    from ..studies import study_of
+
     specs = {}
     for name, figure in judged.FINDING_FIGURE.items():
-        if figure in jobs.FIGURE_TASK:
-            task = jobs.FIGURE_TASK[figure]
-            specs[name] = (jobs.figure_spec(config, figure) if task in jobs.tasks(config) else None, task)
-        else:
-            drawn = figure in language_config.figures(config)
-            specs[name] = (language_config.figure_spec(config, figure) if drawn else None, "")
+        study = study_of(figure)
+        drawn = figure in study.figures(config)
+        specs[name] = (study.figure_spec(config, figure) if drawn else None, jobs.FIGURE_TASK.get(figure, ""))
     return specs
 
 
 def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
     """The tables ``figure``'s job reads, as far as they exist under the results folder ``results``."""
-    if figure in jobs.FIGURE_TASK:
-        wanted = [paths.accuracy(**cell) for cell in jobs.cells(config, jobs.FIGURE_TASK[figure])]
-    else:
-        wanted = [paths.INFLUENCE]
+    from ..studies import study_of
+
+    wanted = study_of(figure).figure_tables(config, figure)
     return [path for name in wanted if (path := paths.under(results, name)).is_file()]
 
 
@@ -87,7 +84,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given."""
-    from ..bookkeeping.status import load_config
+    from ..studies import load_config
     from ..storage.atomic import write_text
 
     config = load_config(configfiles)

@@ -21,29 +21,6 @@ from pathlib import Path
 from ..bookkeeping.provenance import read_record
 from ..storage.atomic import write_text
 
-# The "This run" block of a synthetic task's figure and of a language figure.
-TASK_RUN = """\
-**This run** (from the provenance of the figure and of every file it was made from): seeds
-{{ spec.seeds|join(", ") }}; d_model {{ value("train", "model.d_model") }},
-{{ count("train", "model.n_layer", "layer") }}, {{ count("train", "model.n_head", "head") }};
-{{ value("train", "train.steps") }} training steps of batch {{ value("train", "train.batch_size") }} at lr
-{{ value("train", "train.lr") }}; {{ value("eval_data", "params.n_per_cell") }} evaluation samples per cell.
-Lines are means over the training seeds; bands the 95% Wilson interval of the seeds' pooled counts
-(the samples of every finished seed together); with 2 or 3 seeds, each seed's own curve is drawn thin.
-A run whose training diverged has no accuracy: it is named in red under the figure (and on the
-report's landing page) and left out of the means.
-"""
-LANGUAGE_RUN = """\
-**This run** (from the provenance of the figure and of every file it was made from): language model
-seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
-target seed {{ value("language_influence", "seed") }}, bootstrap seed {{ spec.seed }}); corpus
-{{ value("language_corpus", "corpus.source") }}; d_model {{ value("language_train", "model.d_model") }},
-{{ count("language_train", "model.n_layer", "layer") }}, {{ count("language_train", "model.n_head", "head") }};
-{{ value("language_train", "train.steps") }} training steps of batch
-{{ value("language_train", "train.batch_size") }} at lr {{ value("language_train", "train.lr") }}; tokenizer
-{{ tokenizer }}; {{ value("language_influence", "n_targets") }} analysed targets,
-{{ value("language_influence", "selection") }} selection up to k = {{ value("language_influence", "k_max") }}.
-"""
 CODE = """\
 Made by lengthgen {{ code.package_version }} at git commit ``{{ code.git_commit }}``{{ dirty(code.git_dirty) }}
 {%- if upstream_commits %}; its inputs at {{ upstream_commits }}{% endif %}. The figure file:
@@ -57,6 +34,10 @@ class Values:
 
     def __init__(self, made_with: dict[str, dict[str, list]]):
         self.made_with = made_with
+
+    def has(self, rule: str, key: str) -> bool:
+        """Whether the record holds a value of ``key`` from ``rule``."""
+        return bool(self.made_with.get(rule, {}).get(key))
 
     def values(self, rule: str, key: str) -> list:
         found = self.made_with.get(rule, {}).get(key)
@@ -84,24 +65,21 @@ def _dirty(flag: bool | None) -> str:
     return {True: " with uncommitted changes", False: "", None: " (dirty flag unknown)"}[flag]
 
 
-def render(template: str, record: dict, finding: str = "") -> str:
+def render(template: str, record: dict, run: str, finding: str = "") -> str:
     """The caption of the figure whose record is ``record``: ``template`` (its description), the
     paper's finding it shows as judged from its tables (``finding``, a paragraph; "" for none), the
-    "This run" block of its kind, and the code that made it."""
+    "This run" block ``run`` (a template: its study's, :attr:`pipeline_src.bookkeeping.study.Study.caption_run`),
+    and the code that made it."""
     import jinja2
 
     made_with = record.get("made_with", {})
     values = Values(made_with)
-    run = LANGUAGE_RUN if "language_train" in made_with else TASK_RUN
     commits = sorted({commit for fields in made_with.values() for commit in fields.get("code.git_commit", [])}
                      - {record["code"]["git_commit"]})
-    context = {"spec": record["config"], "value": values.value, "count": values.count, "dirty": _dirty,
+    context = {"spec": record["config"], "value": values.value, "count": values.count, "has": values.has,
+               "dirty": _dirty,
                "code": record["code"], "artifact": record["artifact"],
                "upstream_commits": ", ".join(f"``{commit}``" for commit in commits)}
-    if "language_corpus" in made_with:
-        corpus = made_with["language_corpus"]
-        context["tokenizer"] = (f"of {values.value('language_corpus', 'tokenizer.vocab_size')} tokens"
-                                if "tokenizer.vocab_size" in corpus else values.value("language_corpus", "tokenizer.path"))
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     parts = [env.from_string(part).render(context) for part in (template.rstrip("\n") + "\n", run, CODE)]
     if finding:  # text, not a template
@@ -109,10 +87,10 @@ def render(template: str, record: dict, finding: str = "") -> str:
     return "\n".join(parts)
 
 
-def write_caption(template: Path, figure: Path, out: Path, finding: str = "") -> None:
+def write_caption(template: Path, figure: Path, out: Path, run: str, finding: str = "") -> None:
     """Render the caption of ``figure`` (from its provenance record) with the description
-    ``template`` and the paragraph ``finding`` into ``out``."""
-    text = render(Path(template).read_text(), read_record(figure), finding)
+    ``template``, the "This run" block ``run`` and the paragraph ``finding`` into ``out``."""
+    text = render(Path(template).read_text(), read_record(figure), run, finding)
     if "{{" in text or "{%" in text:  # Snakemake renders the caption as a template once more
         raise ValueError(f"{out}: the rendered caption still holds template syntax ('{{{{' or '{{%')")
     write_text(Path(out), text)

@@ -1,6 +1,6 @@
 """From the validated config's ``language`` section to the exact spec of each natural-language job.
 
-The natural-language analysis (SPEC 6) runs when ``tasks`` lists ``language``. Its jobs:
+The natural-language analysis (SPEC 6) runs when ``language.enabled`` is true. Its jobs:
 
 * ``language_corpus``: corpus -> seeded train/held-out split -> tokenizer -> token stream;
 * ``language_train``: one job per language model, through the same trainer as the synthetic
@@ -35,7 +35,7 @@ class LanguageConfigError(ValueError):
 
 
 def enabled(config: dict) -> bool:
-    return LANGUAGE in config["tasks"]
+    return bool((config.get(LANGUAGE) or {}).get("enabled"))
 
 
 def pose_enabled(config: dict) -> bool:
@@ -47,6 +47,17 @@ def models(config: dict) -> list[str]:
     if not enabled(config):
         return []
     return [MAIN, SHORT_ROPE, SHORT_POSE] if pose_enabled(config) else [MAIN]
+
+
+def hf_model(config: dict) -> str | None:
+    """The local Hugging Face model folder the influence analysis reads instead of ``main``
+    (``analysis.hf_model``), or None."""
+    return _section(config)["analysis"]["hf_model"]
+
+
+def analysed_model(config: dict) -> str | None:
+    """The language model the influence analysis reads: ``main``, or None for a Hugging Face model."""
+    return None if hf_model(config) else MAIN
 
 
 def evaluated_models(config: dict) -> list[str]:
@@ -174,8 +185,6 @@ def check(config: dict) -> None:
     """Cross-field checks of the ``language`` section; errors name the field."""
     if not enabled(config):
         return
-    if LANGUAGE not in config:
-        raise LanguageConfigError("tasks lists 'language' but the config has no language section")
     section = _section(config)
     corpus = section["corpus"]
     for model in models(config):  # a tokenizer.json's own size is known once read; no rule depends on it

@@ -2,6 +2,7 @@
 # Every result, log and benchmark path comes from pipeline_src/bookkeeping/paths.py.
 from shlex import quote
 
+from pipeline_src import studies
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping import paths
 from pipeline_src.bookkeeping import slurm
@@ -11,16 +12,16 @@ from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping.code_digest import stage_digest
 from pipeline_src.bookkeeping.landing import LandingPage
 
-# The schema (assembled from the task and scheme registries, defaults filled in) and the
+# The schema (assembled from the task and scheme registries, defaults filled in) and every study's
 # cross-field checks; one line naming the field on failure.
 try:
-    jobs.validate(config)
+    studies.validate(config)
 except jobs.ConfigError as err:
     raise WorkflowError(f"invalid config: {err}")
 
 
 # The report's landing page (workflow/report/landing.rst), made only when a report prints it.
-config["report_landing_page"] = LandingPage(config)
+config["report_landing_page"] = LandingPage(config, studies.STUDIES)
 
 
 # No wildcard admits a slash or a dot: no config value or target can name a path outside results.
@@ -48,42 +49,20 @@ if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
-FIGURES = jobs.figures(config)
-MECHANISM_TASKS = jobs.mechanism_tasks(config)
+# Every figure of the config, with the study drawing it (pipeline_src/studies.py): the synthetic
+# tasks' figures and the natural-language analysis's.
+FIGURES = {figure: studies.study_of(figure) for figure in studies.figures(config)}
 
 
 def figure_target(figure):
-    """What the target `<figure>` (and `all`) asks for: the figure's files and what it was made
-    from. Snakemake takes a missing file whose consumers' outputs are up to date for a deleted
-    intermediate and leaves it, so a model or table removed by a job killed after Snakemake deleted
-    its outputs to rerun it would stay missing; as an input of a rule without outputs it is made
-    again, and every job after it rerun."""
-    mechanism, training = [], []
-    if figure in FIGURES and jobs.FIGURE_TASK[figure] in MECHANISM_TASKS:
-        mechanism = paths.figure_files(paths.mechanism_figure(jobs.FIGURE_TASK[figure]))
-    if figure in FIGURES:
-        training = paths.figure_files(paths.training_figure(figure))
-    return [*paths.figure_files(figure), *mechanism, *training, *made_from(figure)]
-
-
-def made_from(figure):
-    """A figure's tables and what they were made from: each cell's accuracy table, datasets and
-    model files (a task's figure), or the tables, token stream and models of the language chain."""
-    if figure in LANGUAGE_FIGURES:  # the influence analysis reads the main model (or a Hugging Face one)
-        models = [] if config["language"]["analysis"]["hf_model"] else [lang.MAIN]
-        if figure != "figure4":
-            models = dict.fromkeys([*models, *lang.evaluated_models(config)])
-        return [*language_figure_inputs(figure), paths.TOKENIZER, paths.TOKENS,
-                *(path for lm in models for path in paths.language_train_outputs(lm).values())]
-    task = jobs.FIGURE_TASK[figure]
-    files = {}
-    for cell in CELLS[task]:
-        files[paths.accuracy(**cell)] = None
-        files.update(dict.fromkeys(paths.mechanism_tables(**cell).values()))
-        files[paths.train_data(task=task, variant=cell["variant"])] = None
-        files[paths.eval_data(task=task, evalset=jobs.eval_data_name(task, cell["variant"]))] = None
-        files.update(dict.fromkeys(paths.train_outputs(**cell).values()))
-    return list(files)
+    """What the target `<figure>` (and `all`) asks for: the figure's files, its companions' and what
+    it was made from. Snakemake takes a missing file whose consumers' outputs are up to date for a
+    deleted intermediate and leaves it, so a model or table removed by a job killed after Snakemake
+    deleted its outputs to rerun it would stay missing; as an input of a rule without outputs it is
+    made again, and every job after it rerun."""
+    study = FIGURES[figure]
+    companions = [path for companion in study.companions(config, figure) for path in paths.figure_files(companion.figure)]
+    return [*paths.figure_files(figure), *companions, *study.made_from(config, figure)]
 
 
 def spec_param(build):
@@ -114,87 +93,37 @@ def caption_template(figure):
     return os.path.relpath(os.path.join(workflow.basedir, "workflow", "report", f"{figure}.rst"))
 
 
-# --- natural-language analysis (language.smk) ---
-LANGUAGE_FIGURES = lang.figures(config)
+# --- the figures a figure's job draws beside it (its study's companions: figures.smk) ---
 
 
-def language_model_input(wc):
-    """The model the influence analysis reads: our main model, or a local Hugging Face folder."""
-    hf_model = config["language"]["analysis"]["hf_model"]
-    return f"{hf_model}/config.json" if hf_model else paths.language_train_outputs(lang.MAIN)["model"]
+def companion_inputs(figure):
+    """Each companion's sources and caption template, named ``<kind>_inputs`` and ``<kind>_caption``."""
+    found = {}
+    for companion in FIGURES[figure].companions(config, figure):
+        found.update({f"{companion.kind}_inputs": list(companion.inputs),
+                      f"{companion.kind}_caption": caption_template(companion.kind)})
+    return found
 
 
-def language_model_option(wc, input):
-    """The CLI option naming that model (a shell-quoted folder)."""
-    hf_model = config["language"]["analysis"]["hf_model"]
-    return f"--hf-model {quote(hf_model)}" if hf_model else f"--model-dir {quote(os.path.dirname(input.model))}"
+def companion_outputs(figure):
+    """Each companion's files, as figure_outputs names them with ``<kind>_``."""
+    found = {}
+    for companion in FIGURES[figure].companions(config, figure):
+        found.update(figure_outputs(companion.figure, category=FIGURES[figure].category(figure),
+                                    prefix=f"{companion.kind}_"))
+    return found
 
 
-def language_figure_inputs(figure):
-    """Figure 4 reads the influence table; our PoSE figure also every model's evaluation tables."""
-    if figure == "figure4":
-        return [paths.INFLUENCE]
-    evaluated = [paths.language_eval_outputs(lm) for lm in lang.evaluated_models(config)]
-    return ([tables["positions"] for tables in evaluated] + [tables["targets"] for tables in evaluated]
-            + [paths.INFLUENCE])
-
-
-# --- a task's mechanism figure, drawn by the job of the task's figure (figures.smk) ---
-
-
-def mechanism_inputs(task):
-    """The mechanism tables of every model of ``task`` and the figure's caption template (none for a
-    task without dependency sets)."""
-    if task not in MECHANISM_TASKS:
-        return {}
-    tables = [table for cell in CELLS[task] for table in paths.mechanism_tables(**cell).values()]
-    return {"mechanism_tables": tables, "mechanism_caption": caption_template("mechanism")}
-
-
-def mechanism_outputs(task):
-    """The files of ``task``'s mechanism figure, as figure_outputs names them with ``mechanism_``."""
-    if task not in MECHANISM_TASKS:
-        return {}
-    return figure_outputs(paths.mechanism_figure(task), category=task, prefix="mechanism_")
-
-
-def mechanism_options(task):
-    """The plot command's options that draw ``task``'s mechanism figure ("" for none)."""
-    if task not in MECHANISM_TASKS:
-        return ""
-    folders = [os.path.dirname(paths.mechanism_tables(**cell)["attention"]) for cell in CELLS[task]]
-    return companion_options("mechanism", paths.mechanism_figure(task), "--mechanism-dir", folders)
-
-
-# --- a task figure's training-curve figure, drawn by the same job (figures.smk) ---
-
-
-def training_logs(figure):
-    """The training log of every model of ``figure``."""
-    return [paths.train_outputs(**cell)["log_table"] for cell in CELLS[jobs.FIGURE_TASK[figure]]]
-
-
-def training_inputs(figure):
-    """The training logs of ``figure``'s models and the training figure's caption template."""
-    return {"training_logs": training_logs(figure), "training_caption": caption_template("training")}
-
-
-def training_outputs(figure):
-    """The files of ``figure``'s training-curve figure, as figure_outputs names them with ``training_``."""
-    return figure_outputs(paths.training_figure(figure), category=jobs.FIGURE_TASK[figure], prefix="training_")
-
-
-def training_options(figure):
-    """The plot command's options that draw ``figure``'s training-curve figure."""
-    return companion_options("training", paths.training_figure(figure), "--training-log", training_logs(figure))
-
-
-def companion_options(kind, name, source_option, sources):
-    """The plot command's options that draw the ``kind`` figure ``name`` beside a task's figure:
-    ``source_option`` with each of ``sources`` (what it is drawn from, one per model), its files and
-    its caption (template workflow/report/<kind>.rst)."""
-    png, pdf = paths.figure_files(name)
-    # sorted: the order of the config's runs must not change the params (and rerun the figure)
-    return " ".join([*(f"{source_option} {quote(source)}" for source in sorted(sources)),
-                     f"--{kind}-out {png} --{kind}-out {pdf}",
-                     f"--{kind}-caption {caption_template(kind)} {paths.figure_caption(name)}"])
+def companion_options(figure):
+    """The plot command's options that draw ``figure``'s companions: for each, its source option
+    with each source (one per model), its files and its caption (template
+    workflow/report/<kind>.rst)."""
+    options = []
+    for companion in FIGURES[figure].companions(config, figure):
+        png, pdf = paths.figure_files(companion.figure)
+        # sorted: the order of the config's runs must not change the params (and rerun the figure)
+        options += [*(f"{companion.source_option} {quote(source)}" for source in sorted(companion.sources)),
+                    f"--{companion.kind}-out {png} --{companion.kind}-out {pdf}",
+                    f"--{companion.kind}-caption {caption_template(companion.kind)} "
+                    f"{paths.figure_caption(companion.figure)}"]
+    return " ".join(options)

@@ -1,6 +1,8 @@
-# Natural-language analysis (SPEC 6), when `tasks` lists `language`: corpus -> tokenizer -> token
-# stream; language models (the synthetic tasks' trainer); loss by position and target losses;
-# influential tokens; Figure 4 and our PoSE figure. Specs: pipeline_src/language/config.py.
+# Natural-language analysis (SPEC 6), when `language.enabled`: corpus -> tokenizer -> token stream;
+# language models (the synthetic tasks' trainer); loss by position and target losses; influential
+# tokens. Specs: pipeline_src/language/config.py; its figures (Figure 4 and our PoSE figure) are
+# drawn by figures.smk's rule, as every study's (pipeline_src/language/study.py).
+from pipeline_src.language.study import influence_model_input, influence_model_option
 
 
 rule language_corpus:
@@ -83,7 +85,7 @@ rule language_eval:
 
 rule language_influence:
     input:
-        model=language_model_input,
+        model=lambda wc: influence_model_input(config),
         tokens=paths.TOKENS,
     output:
         paths.INFLUENCE,
@@ -91,9 +93,8 @@ rule language_influence:
         rule="language_influence",
         spec=spec_param(lambda wc: lang.influence_spec(config)),
         # the analysed model's scheme code (none for a Hugging Face model)
-        code=lambda wc: stage_digest("language_eval", scheme=None if config["language"]["analysis"]["hf_model"]
-                                     else lang.SCHEMES[lang.MAIN]),
-        model=language_model_option,
+        code=lambda wc: stage_digest("language_eval", scheme=lang.SCHEMES.get(lang.analysed_model(config))),
+        model=lambda wc, input: influence_model_option(config, input.model),
     resources:
         gpu=GPUS_PER_MODEL_JOB,
         gres=MODEL_GRES,
@@ -107,33 +108,3 @@ rule language_influence:
     shell:
         "lengthgen influence --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " {params.model} --tokens {input.tokens} --out {output} 2> {log}"
-
-
-for figure in LANGUAGE_FIGURES:
-
-    rule:
-        name:
-            f"plot_{figure}"
-        input:
-            tables=language_figure_inputs(figure),
-            caption=caption_template(figure),
-        output:
-            **figure_outputs(figure, category="language"),
-        params:
-            figure=figure,
-            rule=f"plot_{figure}",
-            spec=canonical_json(lang.figure_spec(config, figure)),
-            code=stage_digest("language_figures"),
-        localrule: True
-        conda:
-            "../envs/lengthgen.yaml"
-        log:
-            paths.log(paths.figure_job(figure)),
-        benchmark:
-            paths.benchmark(paths.figure_job(figure))
-        shell:
-            # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
-            # loop variable holds the last figure; params are bound per rule
-            "lengthgen plot {params.figure} --rule {params.rule} --spec {params.spec:q}"
-            " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
-            " {input.tables} 2> {log}"
