@@ -1,5 +1,5 @@
 """Tests for pipeline_src.language.influence: target draw, losses at original positions, greedy and top-k
-selection (batched == one at a time), the key-token flag, the schema and the figure summary."""
+selection (batched == one at a time), the null baselines, the key-token flag and the schema."""
 
 import math
 
@@ -289,27 +289,3 @@ def test_schema_rejects_bad_frames(column, value, check):
         validate(frame.with_columns(extra=pl.lit(1)), schema, "bad.parquet")
     with pytest.raises(DataError):
         validate(frame.with_columns(pl.col("t").cast(pl.Int64)), schema, "bad.parquet")
-
-
-# ---------------------------------------------------------------- summary for the figure
-
-def test_recovered_gain_median_and_bootstrap():
-    # Gains 4, 4, 4 (and one target with gain 1, below the threshold 2, left out).
-    frame = pl.DataFrame({
-        "long_loss": [0.0, 1.0, 2.0, 0.0],
-        "short_loss": [4.0, 5.0, 6.0, 1.0],
-        "sparse_loss": [[3.0, 2.0], [4.0, 1.0], [5.0, 3.0], [0.0, 0.0]],
-        "random_loss": [[4.0, 4.0], [5.0, 5.0], [6.0, 3.0], [1.0, 1.0]],
-    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75 (random: 0, 0, 0; 0, 0, 0.75)
-    summary = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3)
-    assert summary["k"].to_list() == [1, 2] and summary["n_targets"].to_list() == [3, 3]
-    assert summary["median"].to_list() == pytest.approx([0.25, 0.75])
-    assert summary["ci_low"][0] == summary["ci_high"][0] == pytest.approx(0.25)
-    assert 0.5 <= summary["ci_low"][1] <= 0.75 <= summary["ci_high"][1] <= 1.0
-    assert summary.equals(inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3))
-    random = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3, column="random_loss")
-    assert random["median"].to_list() == pytest.approx([0.0, 0.0]) and random["n_targets"].to_list() == [3, 3]
-    with pytest.raises(InfluenceError, match="no loss column 'chosen'"):
-        inf.recovered_gain(frame, gain_threshold=2.0, column="chosen")
-    none = inf.recovered_gain(frame, gain_threshold=10.0)
-    assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()

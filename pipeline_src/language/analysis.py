@@ -180,8 +180,7 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
         record["hf_model"] = {"path": str(hf_model), "transformers": transformers.__version__,
                               "architecture": type(model).__name__}
     datasets.write(result, out, influence.influence_schema(cfg), record)
-    summary = influence.recovered_gain(result, gain_threshold=0.0, n_boot=1)
     say(f"{result.height} targets; mean L_long {result['long_loss'].mean():.3f}, L_short "
-        f"{result['short_loss'].mean():.3f}; median recovered fraction (gain > 0) by k: "
-        f"{[round(x, 3) for x in summary['median'].to_list()]}")
+        f"{result['short_loss'].mean():.3f}, L_short,sparse {result['sparse_loss'].list.first().mean():.3f} "
+        f"at k = 1 and {result['sparse_loss'].list.last().mean():.3f} at k = {cfg.k_max}")
     return result

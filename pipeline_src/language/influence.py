@@ -38,8 +38,9 @@ The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to toke
 [B, T, V]: our :class:`~pipeline_src.model.Decoder` (see :func:`as_logits_fn`), or any other
 causal LM through a small adapter such as :func:`hf_logits_fn` for a Hugging Face model.
 
-The analysis's parameters, the schema of its table and the summary of the gain recovered live in
-:mod:`.influence_table` (no torch), and are re-exported here.
+The analysis's parameters and the schema of its table live in :mod:`.influence_table` (no torch),
+and are re-exported here; the statistics the figures compute from the table, in
+:mod:`pipeline_src.evaluation.influence_summary`.
 """
 
 import sys
@@ -53,9 +54,8 @@ from torch import nn
 
 from ..storage import datasets
 from .corpus import HELDOUT
-from .influence_table import (KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, LOSS_COLUMNS, SELECTIONS,  # noqa: F401
-                              InfluenceConfig, InfluenceError, InfluenceSchema, gain_fractions,
-                              influence_schema, recovered_gain, tokens_needed)
+from .influence_table import (KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, SELECTIONS,  # noqa: F401
+                              InfluenceConfig, InfluenceError, InfluenceSchema, influence_schema)
 
 LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last
