@@ -342,12 +342,13 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
     import polars as pl
 
     from pipeline_src.language import influence
+    from pipeline_src.language.influence_table import InfluenceConfig
+    from pipeline_src.language.targets import select_targets
 
     if threads is not None:
         torch.set_num_threads(threads)
     device = resolve_device(device)
-    cfg = influence.InfluenceConfig(context=context, local=local, k_max=k_max, n_targets=n_targets,
-                                    batch_size=batch_size)
+    cfg = InfluenceConfig(context=context, local=local, k_max=k_max, n_targets=n_targets, batch_size=batch_size)
     rng = np.random.default_rng(0)
     stream = pl.DataFrame({
         "doc": pl.Series(range(n_targets), dtype=pl.Int64),
@@ -356,7 +357,7 @@ def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64,
         "tokens": pl.Series([rng.integers(0, VOCAB_SIZE, context + 1).tolist() for _ in range(n_targets)],
                             dtype=pl.List(pl.Int32)),
     })
-    targets = influence.select_targets(stream, cfg)
+    targets = select_targets(stream, cfg)
     torch.manual_seed(0)
     model = Decoder(ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
                                 position_encoding="rope", max_positions=max(context, 1024))).eval()

@@ -10,7 +10,7 @@ import pytest
 from pipeline_src.storage import datasets
 from pipeline_src.evaluation.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language import influence
-from pipeline_src.language.influence_table import InfluenceError
+from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
 from pipeline_src.bookkeeping.provenance import build_record, read_record
@@ -49,9 +49,9 @@ def write(frame, path, schema):
 
 @pytest.fixture
 def tables(tmp_path):
-    cfg = influence.InfluenceConfig(context=16, local=8, k_max=3)
+    cfg = InfluenceConfig(context=16, local=8, k_max=3)
     analysed = influence_frame()
-    paths = [write(analysed, tmp_path / "influence.parquet", influence.influence_schema(cfg))]
+    paths = [write(analysed, tmp_path / "influence.parquet", influence_schema(cfg))]
     rng = np.random.default_rng(1)
     for model, scheme, context in (("main", "rope", 16), ("short_rope", "rope", 8), ("short_pose", "rope_pose", 8)):
         by_position = pl.DataFrame({
