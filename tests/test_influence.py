@@ -15,6 +15,7 @@ from pipeline_src.language.influence_table import InfluenceConfig, InfluenceErro
 from pipeline_src.language.logits import hf_logits_fn
 from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
+from tests.influence_reference import reference_influential_tokens
 
 VOCAB = 32
 SMALL = dict(context=16, local=8, k_max=3, n_targets=5, seed=1)
@@ -132,7 +133,7 @@ def test_batched_equals_reference(selection, batch_size):
     cfg = InfluenceConfig(**SMALL, selection=selection, batch_size=batch_size)
     model, targets = random_model("rope"), small_targets(cfg)
     fast = inf.influential_tokens(model, targets, cfg, progress=None)
-    slow = inf.reference_influential_tokens(model, targets, cfg)
+    slow = reference_influential_tokens(model, targets, cfg)
     assert fast.select(["doc", "t", "target", "chosen", "key_token"]).equals(
         slow.select(["doc", "t", "target", "chosen", "key_token"]))
     for column in ("long_loss", "short_loss"):

@@ -31,8 +31,8 @@ selection alone. Two null baselines measure how much, on the same targets and lo
 Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
 sorted by position), so the candidates of one step, for several targets at once, go through the
 model as one padding-free batch (at most ``batch_size`` rows per forward). A reference
-implementation that runs one candidate at a time defines the result; the tests check the two
-agree.
+implementation that runs one candidate at a time (``tests/influence_reference.py``) defines the
+result; the tests check the two agree.
 
 The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to token logits
 [B, T, V]: our :class:`~pipeline_src.model.Decoder`, or any other causal LM through a small adapter
@@ -48,7 +48,6 @@ from typing import Callable
 import numpy as np
 import polars as pl
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, InfluenceConfig, InfluenceError
@@ -255,63 +254,3 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
                          joined["chosen"], joined["random_loss"], joined["other_loss"])
-
-
-# --- the reference: one candidate at a time -----------------------------------------------------
-
-
-def sequence_loss(logits_fn: LogitsFn, context: np.ndarray, target: int, keep: list[int],
-                  device: str | torch.device = "cpu") -> float:
-    """CE of ``target`` given the context tokens at positions ``keep`` (ascending), each fed with
-    its own position as its position ID: the definition of every loss of this module."""
-    tokens = torch.as_tensor(np.asarray(context)[keep], dtype=torch.long, device=device)[None]
-    positions = torch.as_tensor(keep, dtype=torch.long, device=device)[None]
-    logits = logits_fn(tokens, positions)[0, -1].double()
-    return float(F.cross_entropy(logits[None], torch.tensor([target], device=device)))
-
-
-def reference_influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame,
-                                 cfg: InfluenceConfig, *, device: str | torch.device = "cpu",
-                                 logits_fn: LogitsFn | None = None) -> pl.DataFrame:
-    """What :func:`influential_tokens` computes, one candidate sequence per forward (slow; for
-    tests and the benchmark). Ties go to the smallest position, as there."""
-    contexts, target_tokens = target_contexts(targets, cfg)
-    donors = other_targets(targets)
-    draws = random_draws(len(target_tokens), cfg)
-    fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
-    far, window = cfg.far, list(range(cfg.far, cfg.context))
-    rows = {"long": [], "short": [], "sparse": [], "chosen": [], "random": [], "other": []}
-
-    def select(loss) -> tuple[list[int], list[float]]:
-        single = {j: loss([j]) for j in range(far)}
-        if cfg.selection == "topk":
-            chosen = sorted(range(far), key=lambda j: (single[j], j))[:cfg.k_max]
-            return chosen, [single[chosen[0]]] + [loss(chosen[:k]) for k in range(2, cfg.k_max + 1)]
-        chosen, sparse = [], []
-        for _ in range(cfg.k_max):
-            best_j, best = None, float("inf")
-            for j in range(far):  # ascending, strict "<": ties keep the smallest position
-                if j not in chosen:
-                    value = single[j] if not chosen else loss(chosen + [j])
-                    if value < best:
-                        best_j, best = j, value
-            chosen.append(best_j)
-            sparse.append(best)
-        return chosen, sparse
-
-    with torch.inference_mode():
-        for i, (context, target) in enumerate(zip(contexts, target_tokens.tolist())):
-            def loss(far_positions, context=context):
-                return sequence_loss(fn, context, target, sorted(far_positions) + window, device)
-
-            other = np.concatenate([contexts[donors[i], :far], context[far:]])
-            chosen, sparse = select(loss)
-            rows["long"].append(loss(range(far)))
-            rows["short"].append(loss([]))
-            rows["sparse"].append(sparse)
-            rows["chosen"].append(chosen)
-            rows["random"].append([np.mean([loss(draw[:k].tolist()) for draw in draws[i]])
-                                   for k in range(1, cfg.k_max + 1)])
-            rows["other"].append(select(lambda js: loss(js, context=other))[1])
-    return result_frame(targets, donors, rows["long"], rows["short"], rows["sparse"], rows["chosen"],
-                         rows["random"], rows["other"])
