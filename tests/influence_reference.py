@@ -74,4 +74,4 @@ def reference_influential_tokens(model: "nn.Module | Callable | None", targets: 
                                    for k in range(1, cfg.k_max + 1)])
             rows["other"].append(select(lambda js: loss(js, context=other))[1])
     return result_frame(targets, donors, rows["long"], rows["short"], rows["sparse"], rows["chosen"],
-                         rows["random"], rows["other"])
+                        rows["random"], rows["other"])

@@ -1,9 +1,9 @@
 """Influential tokens in real text (SPEC 6): how few far-away tokens recover the long-context gain.
 
 A *target* is one token ``x_t`` of a held-out document with at least ``Lbar`` tokens before it
-(``Lbar`` = ``context``; the draw: :mod:`.targets`). Its context is those ``Lbar`` tokens, numbered 0..Lbar-1 (the position
-IDs the language model was trained with); the *far* context is the first ``Lbar - L`` of them and
-the *local window* the last ``L`` (``L`` = ``local``). The model predicts ``x_t`` from the last
+(``Lbar`` = ``context``; the draw: :mod:`.targets`). Its context is those ``Lbar`` tokens, numbered
+0..Lbar-1 (the position IDs the language model was trained with); the *far* context is the first
+``Lbar - L`` of them and the *local window* the last ``L`` (``L`` = ``local``). The model predicts ``x_t`` from the last
 kept token. Three kinds of loss (cross-entropy of ``x_t``, in nats):
 
 * ``long_loss``   L_long: given all ``Lbar`` tokens, position IDs 0..Lbar-1;
@@ -229,8 +229,8 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
     (wrapped with :func:`as_logits_fn`, which moves a module to ``device`` and sets eval mode);
     or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`.logits.hf_logits_fn`.
-    ``targets``: a frame from :func:`.targets.select_targets`. ``progress(done, total)`` is called after
-    every ``report_every`` targets and at the end (None: silent). Returns a frame matching
+    ``targets``: a frame from :func:`.targets.select_targets`. ``progress(done, total)`` is called
+    after every ``report_every`` targets and at the end (None: silent). Returns a frame matching
     :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
     """
     if report_every < 1:
@@ -253,4 +253,4 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
             progress(stop, len(target_tokens))
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
-                         joined["chosen"], joined["random_loss"], joined["other_loss"])
+                        joined["chosen"], joined["random_loss"], joined["other_loss"])
