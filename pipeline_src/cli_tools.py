@@ -227,14 +227,13 @@ def _verify(artifact: Path) -> None:
               help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
 @click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
 @click.option("--influence", "influence_targets", type=click.IntRange(min=2), default=None,
-              help="Instead: the influential-token analysis of this many targets (Lbar 128, L 64, "
-                   "k_max 4; at least 2: a baseline takes another document's tokens), batched vs one "
-                   "candidate at a time.")
+              help="Instead: the batched influential-token analysis of this many targets (Lbar 128, "
+                   "L 64, k_max 4; at least 2: a baseline takes another document's tokens).")
 def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
               decode_length, influence_targets) -> None:
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
-    --influence N, the speed ratio of the batched influential-token analysis to one candidate at a time."""
+    --influence N, the time of the batched influential-token analysis of N targets."""
     from .benchmark import (decode_benchmark, format_decode_report, format_influence_report, format_report,
                             influence_benchmark, run_benchmark)
 

@@ -65,10 +65,12 @@ def edit_comments_and_docstrings(path: Path) -> None:
     path.write_text("\n".join(lines) + "\n# a last comment\n")
 
 
-def edit_code(path: Path) -> None:
-    """Add a statement at the end of the first function's body (at the end of the module if none)."""
+def edit_code(path: Path, function: str | None = None) -> None:
+    """Add a statement at the end of the first function's body, or of the function named ``function``
+    (at the end of the module if there is no function)."""
     lines = path.read_text().splitlines()
-    functions = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)]
+    functions = [node for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.FunctionDef) and function in (None, node.name)]
     if functions:
         last = functions[0].body[-1]
         indent = " " * functions[0].body[0].col_offset
@@ -105,6 +107,15 @@ def test_a_code_edit_changes_exactly_the_stages_that_import_it(package):
         expected = {job for stage, job in STAGE_JOBS.items() if name in closures[stage]}
         assert changed(before, after) == expected, path
     assert digests(STAGE_JOBS.values()) == before
+
+
+def test_editing_a_figure_statistic_redraws_the_language_figures_only(package):
+    """The statistics Figure 4, our PoSE figure and the findings compute from the influence table are
+    outside the analysis' import closure: editing one reruns no corpus, training or evaluation job."""
+    language = {stage: job for stage, job in STAGE_JOBS.items() if stage.startswith("language")}
+    before = digests(language.values())
+    edit_code(package / "evaluation" / "influence_summary.py", "recovered_gain")
+    assert changed(before, digests(language.values())) == {language["language_figures"]}
 
 
 def test_closures_follow_lazy_relative_and_submodule_imports():

@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence import InfluenceConfig
+from pipeline_src.language.influence_table import InfluenceConfig
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.schemes import SCHEMES, get_scheme
 from pipeline_src.training.batches import SequenceTable, training_batch

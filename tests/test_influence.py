@@ -1,5 +1,6 @@
-"""Tests for pipeline_src.language.influence: target draw, losses at original positions, greedy and top-k
-selection (batched == one at a time), the key-token flag, the schema and the figure summary."""
+"""Tests for the influential-token analysis (pipeline_src.language: influence, targets, logits): target
+draw, losses at original positions, greedy and top-k selection (batched == one at a time), the null
+baselines, the key-token flag and the schema."""
 
 import math
 
@@ -10,8 +11,11 @@ import torch
 
 from pipeline_src.language import influence as inf
 from pipeline_src.storage.datasets import DataError, validate
-from pipeline_src.language.influence import InfluenceConfig, InfluenceError
+from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
+from pipeline_src.language.logits import hf_logits_fn
+from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
+from tests.influence_reference import reference_influential_tokens
 
 VOCAB = 32
 SMALL = dict(context=16, local=8, k_max=3, n_targets=5, seed=1)
@@ -49,7 +53,7 @@ def random_model(encoding: str = "rope", seed: int = 0) -> Decoder:
 
 
 def small_targets(cfg: InfluenceConfig) -> pl.DataFrame:
-    return inf.select_targets(token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"]), cfg)
+    return select_targets(token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"]), cfg)
 
 
 # ---------------------------------------------------------------- configuration
@@ -78,9 +82,9 @@ def test_config_round_trip_and_unknown_key():
 def test_target_selection_is_a_pure_seeded_rule():
     cfg = InfluenceConfig(**SMALL)
     stream = token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"])
-    targets = inf.select_targets(stream, cfg)
-    assert targets.equals(inf.select_targets(stream.reverse(), cfg))  # row order does not matter
-    assert not targets.equals(inf.select_targets(stream, InfluenceConfig(**{**SMALL, "seed": 2})))
+    targets = select_targets(stream, cfg)
+    assert targets.equals(select_targets(stream.reverse(), cfg))  # row order does not matter
+    assert not targets.equals(select_targets(stream, InfluenceConfig(**{**SMALL, "seed": 2})))
     assert targets.height == 5 and set(targets["doc"]) <= {0, 3}  # held-out docs with > 16 tokens
     assert targets.select(["doc", "t"]).is_unique().all()
     tokens = stream["tokens"].to_list()
@@ -91,11 +95,11 @@ def test_target_selection_is_a_pure_seeded_rule():
 def test_target_selection_errors():
     cfg = InfluenceConfig(**SMALL)
     with pytest.raises(InfluenceError, match=r"Lbar\+1 = 17 tokens.*longest: 16"):
-        inf.select_targets(token_stream([16, 5]), cfg)
+        select_targets(token_stream([16, 5]), cfg)
     with pytest.raises(InfluenceError, match="no 'heldout' documents"):
-        inf.select_targets(token_stream([40], ["train"]), cfg)
+        select_targets(token_stream([40], ["train"]), cfg)
     with pytest.raises(InfluenceError, match="only 3 targets"):
-        inf.select_targets(token_stream([19]), cfg)
+        select_targets(token_stream([19]), cfg)
 
 
 # ---------------------------------------------------------------- losses keep original position IDs
@@ -129,7 +133,7 @@ def test_batched_equals_reference(selection, batch_size):
     cfg = InfluenceConfig(**SMALL, selection=selection, batch_size=batch_size)
     model, targets = random_model("rope"), small_targets(cfg)
     fast = inf.influential_tokens(model, targets, cfg, progress=None)
-    slow = inf.reference_influential_tokens(model, targets, cfg)
+    slow = reference_influential_tokens(model, targets, cfg)
     assert fast.select(["doc", "t", "target", "chosen", "key_token"]).equals(
         slow.select(["doc", "t", "target", "chosen", "key_token"]))
     for column in ("long_loss", "short_loss"):
@@ -139,7 +143,7 @@ def test_batched_equals_reference(selection, batch_size):
                                    rtol=0, atol=1e-5)
     assert fast.select(["other_doc", "other_t"]).equals(slow.select(["other_doc", "other_t"]))
     assert len(set(fast["long_loss"].to_list())) == targets.height  # a model whose losses do differ
-    validate(fast, inf.influence_schema(cfg), "batched")
+    validate(fast, influence_schema(cfg), "batched")
 
 
 # ---------------------------------------------------------------- an oracle model
@@ -241,7 +245,7 @@ def test_hf_adapter_passes_keywords():
             return type("Out", (), {"logits": torch.zeros(*input_ids.shape, VOCAB)})()
 
     cfg = InfluenceConfig(**SMALL)  # 5 targets from 2 documents (the baseline needs 2)
-    out = inf.influential_tokens(None, small_targets(cfg), cfg, logits_fn=inf.hf_logits_fn(FakeHF()), progress=None)
+    out = inf.influential_tokens(None, small_targets(cfg), cfg, logits_fn=hf_logits_fn(FakeHF()), progress=None)
     assert out.height == 5 and any(list(range(16)) in call for call in calls)  # the long context, IDs 0..15
 
 
@@ -277,7 +281,7 @@ def valid_frame() -> pl.DataFrame:
     ("other_doc", 0, "other_target_is_from_another_document"),
 ])
 def test_schema_rejects_bad_frames(column, value, check):
-    schema = inf.influence_schema(InfluenceConfig(**SMALL))
+    schema = influence_schema(InfluenceConfig(**SMALL))
     frame = valid_frame()
     validate(frame, schema, "ok.parquet")
     bad = frame.with_columns(pl.Series(column, [value, frame[column][1]], dtype=frame[column].dtype))
@@ -289,27 +293,3 @@ def test_schema_rejects_bad_frames(column, value, check):
         validate(frame.with_columns(extra=pl.lit(1)), schema, "bad.parquet")
     with pytest.raises(DataError):
         validate(frame.with_columns(pl.col("t").cast(pl.Int64)), schema, "bad.parquet")
-
-
-# ---------------------------------------------------------------- summary for the figure
-
-def test_recovered_gain_median_and_bootstrap():
-    # Gains 4, 4, 4 (and one target with gain 1, below the threshold 2, left out).
-    frame = pl.DataFrame({
-        "long_loss": [0.0, 1.0, 2.0, 0.0],
-        "short_loss": [4.0, 5.0, 6.0, 1.0],
-        "sparse_loss": [[3.0, 2.0], [4.0, 1.0], [5.0, 3.0], [0.0, 0.0]],
-        "random_loss": [[4.0, 4.0], [5.0, 5.0], [6.0, 3.0], [1.0, 1.0]],
-    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75 (random: 0, 0, 0; 0, 0, 0.75)
-    summary = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3)
-    assert summary["k"].to_list() == [1, 2] and summary["n_targets"].to_list() == [3, 3]
-    assert summary["median"].to_list() == pytest.approx([0.25, 0.75])
-    assert summary["ci_low"][0] == summary["ci_high"][0] == pytest.approx(0.25)
-    assert 0.5 <= summary["ci_low"][1] <= 0.75 <= summary["ci_high"][1] <= 1.0
-    assert summary.equals(inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3))
-    random = inf.recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3, column="random_loss")
-    assert random["median"].to_list() == pytest.approx([0.0, 0.0]) and random["n_targets"].to_list() == [3, 3]
-    with pytest.raises(InfluenceError, match="no loss column 'chosen'"):
-        inf.recovered_gain(frame, gain_threshold=2.0, column="chosen")
-    none = inf.recovered_gain(frame, gain_threshold=10.0)
-    assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()

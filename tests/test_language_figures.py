@@ -1,5 +1,5 @@
-"""Figure 4 and our PoSE figure render from small hand-made tables, with provenance; the
-tokens-needed rule behind the PoSE figure."""
+"""Figure 4 and our PoSE figure render from small hand-made tables, with provenance; the summary
+statistics behind them (the recovered gain's median and bootstrap, the tokens-needed rule)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
+from pipeline_src.evaluation.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language import influence
+from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
 from pipeline_src.bookkeeping.provenance import build_record, read_record
@@ -47,9 +49,9 @@ def write(frame, path, schema):
 
 @pytest.fixture
 def tables(tmp_path):
-    cfg = influence.InfluenceConfig(context=16, local=8, k_max=3)
+    cfg = InfluenceConfig(context=16, local=8, k_max=3)
     analysed = influence_frame()
-    paths = [write(analysed, tmp_path / "influence.parquet", influence.influence_schema(cfg))]
+    paths = [write(analysed, tmp_path / "influence.parquet", influence_schema(cfg))]
     rng = np.random.default_rng(1)
     for model, scheme, context in (("main", "rope", 16), ("short_rope", "rope", 8), ("short_pose", "rope_pose", 8)):
         by_position = pl.DataFrame({
@@ -101,7 +103,29 @@ def test_tokens_needed():
     frame = pl.DataFrame({"long_loss": [0.0, 0.0, 1.0], "short_loss": [4.0, 4.0, 1.0],
                           "sparse_loss": [[1.0, 0.5], [3.5, 3.0], [1.0, 1.0]]})
     # recovered fractions: [0.75, 0.875], [0.125, 0.25], zero gain (undefined)
-    assert influence.tokens_needed(frame, 0.8).tolist() == [2, 3, 3]
-    assert influence.tokens_needed(frame, 0.7).tolist() == [1, 3, 3]
-    with pytest.raises(influence.InfluenceError, match="fraction"):
-        influence.tokens_needed(frame, 0.0)
+    assert tokens_needed(frame, 0.8).tolist() == [2, 3, 3]
+    assert tokens_needed(frame, 0.7).tolist() == [1, 3, 3]
+    with pytest.raises(InfluenceError, match="fraction"):
+        tokens_needed(frame, 0.0)
+
+
+def test_recovered_gain_median_and_bootstrap():
+    # Gains 4, 4, 4 (and one target with gain 1, below the threshold 2, left out).
+    frame = pl.DataFrame({
+        "long_loss": [0.0, 1.0, 2.0, 0.0],
+        "short_loss": [4.0, 5.0, 6.0, 1.0],
+        "sparse_loss": [[3.0, 2.0], [4.0, 1.0], [5.0, 3.0], [0.0, 0.0]],
+        "random_loss": [[4.0, 4.0], [5.0, 5.0], [6.0, 3.0], [1.0, 1.0]],
+    })  # fractions recovered: k=1 -> 0.25, 0.25, 0.25; k=2 -> 0.5, 1.0, 0.75 (random: 0, 0, 0; 0, 0, 0.75)
+    summary = recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3)
+    assert summary["k"].to_list() == [1, 2] and summary["n_targets"].to_list() == [3, 3]
+    assert summary["median"].to_list() == pytest.approx([0.25, 0.75])
+    assert summary["ci_low"][0] == summary["ci_high"][0] == pytest.approx(0.25)
+    assert 0.5 <= summary["ci_low"][1] <= 0.75 <= summary["ci_high"][1] <= 1.0
+    assert summary.equals(recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3))
+    random = recovered_gain(frame, gain_threshold=2.0, n_boot=200, seed=3, column="random_loss")
+    assert random["median"].to_list() == pytest.approx([0.0, 0.0]) and random["n_targets"].to_list() == [3, 3]
+    with pytest.raises(InfluenceError, match="no loss column 'chosen'"):
+        recovered_gain(frame, gain_threshold=2.0, column="chosen")
+    none = recovered_gain(frame, gain_threshold=10.0)
+    assert none["n_targets"].to_list() == [0, 0] and none["median"].is_nan().all()

@@ -11,7 +11,7 @@ larger of the two spreads (one seed each: spread 0, any difference counts). Leng
 figure spec: the training length is the longest of the task's training range, "1.5x" (or "2x") the
 shortest evaluated length at least 1.5 (2) times it. F4 compares the median fraction of the
 long-context gain recovered by the target's own far tokens with that recovered by another
-document's, chosen alike (:func:`.influence_table.recovered_gain`, as Figure 4 draws them).
+document's, chosen alike (:func:`.influence_summary.recovered_gain`, as Figure 4 draws them).
 
 A finding's criterion has parts; each holds, fails or cannot be judged (its tables missing, or no
 evaluated length where it looks). Verdict: ``reproduced`` (every part holds), ``partly`` (some part

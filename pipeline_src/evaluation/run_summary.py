@@ -61,8 +61,9 @@ def task_rows(spec: dict, tables: list[Path]) -> pl.DataFrame:
 
 def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     """Figure 4's rows (figure spec ``spec``) from the influence table ``influence``."""
-    from ..language.influence_table import InfluenceConfig, influence_schema, recovered_gain
+    from ..language.influence_table import InfluenceConfig, influence_schema
     from ..storage import datasets
+    from .influence_summary import recovered_gain
 
     frame = datasets.read(influence, influence_schema(InfluenceConfig(context=spec["context"], local=spec["local"],
                                                                       k_max=spec["k_max"])))

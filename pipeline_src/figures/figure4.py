@@ -5,10 +5,11 @@ x = L_short - L_short,sparse(k), the loss the k influential far tokens win back,
 y = L_short - L_long, the gain of the whole long context; the diagonal x = y means the k tokens
 recover all of it. The last panel: the median fraction (L_short - L_short,sparse(k)) /
 (L_short - L_long) against k, over targets whose gain exceeds ``gain_threshold``, with a 95%
-percentile-bootstrap interval over targets; beside it the same statistic of the two null baselines
-(:mod:`pipeline_src.language.influence`): k far tokens drawn at random, and k tokens chosen the same
-way from another document's far tokens. The gap between the influential tokens and the second
-baseline is what the target's own far context adds beyond selection.
+percentile-bootstrap interval over targets
+(:func:`pipeline_src.evaluation.influence_summary.recovered_gain`); beside it the same statistic of
+the two null baselines (:mod:`pipeline_src.language.influence`): k far tokens drawn at random, and k
+tokens chosen the same way from another document's far tokens. The gap between the influential
+tokens and the second baseline is what the target's own far context adds beyond selection.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..storage import datasets
-from ..language import influence
+from ..evaluation.influence_summary import recovered_gain
+from ..language.influence_table import InfluenceConfig, influence_schema
 from .common import grid_figure, save_figure, suptitle
 
 
@@ -29,8 +31,8 @@ CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o
 
 
 def read_influence(path: Path, spec: dict):
-    cfg = influence.InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
-    return datasets.read(path, influence.influence_schema(cfg))
+    cfg = InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
+    return datasets.read(path, influence_schema(cfg))
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure4") -> None:
@@ -68,8 +70,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax = flat[k_max]
     n = 0
     for offset, (column, label, colour, marker) in zip((-0.15, 0.0, 0.15), CURVES):
-        summary = influence.recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"],
-                                           column=column)
+        summary = recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"],
+                                 column=column)
         n = int(summary["n_targets"][0])
         if n:
             median = summary["median"].to_numpy()

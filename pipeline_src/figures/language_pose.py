@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from ..storage import datasets
-from ..language import influence
+from ..evaluation.influence_summary import tokens_needed
 from ..language.config import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
 from .common import save_figure, suptitle
@@ -61,7 +61,7 @@ def pose_gain_by_tokens_needed(targets: pl.DataFrame, analysed: pl.DataFrame, sp
     """Per analysed target with gain > threshold: ``needed`` (k, or k_max + 1) and ``pose_gain``."""
     gain = analysed["short_loss"] - analysed["long_loss"]
     selected = analysed.filter(gain > spec["gain_threshold"])
-    needed = influence.tokens_needed(selected, spec["recover_fraction"]) if selected.height else np.array([], int)
+    needed = tokens_needed(selected, spec["recover_fraction"]) if selected.height else np.array([], int)
     keyed = selected.select("doc", "t").with_columns(needed=pl.Series(needed, dtype=pl.Int64))
     rope = targets.filter(pl.col("model") == SHORT_ROPE).select("doc", "t", rope=pl.col("long_loss"))
     pose = targets.filter(pl.col("model") == SHORT_POSE).select("doc", "t", pose=pl.col("long_loss"))

@@ -24,11 +24,14 @@ from typing import Callable
 import numpy as np
 import polars as pl
 import torch
-import torch.nn.functional as F
 
 from ..storage import datasets
 from ..storage.atomic import check_writable
-from . import influence, lm
+from . import lm
+from .influence import influential_tokens
+from .influence_table import InfluenceConfig, influence_schema
+from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
+from .targets import select_targets, target_contexts
 from ..checkpoints import load_model
 from ..device import describe_device, resolve_device
 from .schemas import LossByPositionSchema, TargetLossSchema
@@ -40,24 +43,17 @@ from .tokenizer import read_tokens
 # --- loss by position and target losses -------------------------------------------------------------
 
 
-def _target_config(targets: dict) -> influence.InfluenceConfig:
+def _target_config(targets: dict) -> InfluenceConfig:
     """The InfluenceConfig that draws the same targets as the analysis (k_max plays no part)."""
-    return influence.InfluenceConfig(k_max=1, **targets)
+    return InfluenceConfig(k_max=1, **targets)
 
 
-def last_token_losses(model, contexts: np.ndarray, first: int, targets: np.ndarray, batch_size: int, *,
-                      device: str | torch.device = "cpu") -> np.ndarray:
-    """CE (float64 [n]) of ``targets`` given ``contexts[:, first:]`` at their original position IDs;
-    ``device``: where ``model`` is (each batch is moved there)."""
-    out = np.empty(len(targets), dtype=np.float64)
-    positions = torch.arange(first, contexts.shape[1], device=device)
-    with torch.inference_mode():
-        for start in range(0, len(targets), batch_size):
-            tokens = torch.as_tensor(contexts[start:start + batch_size, first:], dtype=torch.long, device=device)
-            logits = model(tokens, positions.expand_as(tokens), last_only=True).token_logits[:, -1].double()
-            y = torch.as_tensor(targets[start:start + batch_size], dtype=torch.long, device=device)
-            out[start:start + len(tokens)] = F.cross_entropy(logits, y, reduction="none").cpu().numpy()
-    return out
+def _losses_from_position(model, contexts: np.ndarray, first: int, answers: np.ndarray, batch_size: int,
+                          device: str | torch.device) -> np.ndarray:
+    """CE (float64 [n]) of ``answers`` given ``contexts[:, first:]`` at their original position IDs
+    (``model`` on ``device``)."""
+    positions = np.tile(np.arange(first, contexts.shape[1]), (len(contexts), 1))
+    return last_token_losses(decoder_logits_fn(model), contexts[:, first:], positions, answers, batch_size, device)
 
 
 def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Path, targets_out: Path, *,
@@ -89,14 +85,13 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
         "loss_se": pl.Series(se, dtype=pl.Float64),
     })
     cfg = _target_config(spec["targets"])
-    targets = influence.select_targets(frame, cfg)
-    contexts, _ = datasets.padded(targets["context"])
-    answers = targets["target"].to_numpy().astype(np.int64)
+    targets = select_targets(frame, cfg)
+    contexts, answers = target_contexts(targets, cfg)
     target_losses = pl.DataFrame({
         "model": pl.Series([description["variant"]] * targets.height, dtype=pl.String),
         "doc": targets["doc"], "t": targets["t"],
-        "long_loss": last_token_losses(model, contexts, 0, answers, spec["batch_size"], device=device),
-        "short_loss": last_token_losses(model, contexts, cfg.far, answers, spec["batch_size"], device=device),
+        "long_loss": _losses_from_position(model, contexts, 0, answers, spec["batch_size"], device),
+        "short_loss": _losses_from_position(model, contexts, cfg.far, answers, spec["batch_size"], device),
     })
     record = build_record(rule, "language_eval", spec, inputs={"model": Path(model_dir) / "model.safetensors",
                                                                "tokens": tokens},
@@ -112,11 +107,6 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
 
 
 # --- the influential-token analysis -----------------------------------------------------------------
-
-
-def decoder_logits_fn(model) -> influence.LogitsFn:
-    """Our Decoder as an influence LogitsFn: logits of the last position only."""
-    return lambda tokens, position_ids: model(tokens, position_ids, last_only=True).token_logits
 
 
 def load_hf_model(folder: Path):
@@ -149,11 +139,11 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
-    cfg = influence.InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
+    cfg = InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
     check_writable(out)  # found before the analysis runs
     if hf_model is not None:
         model = load_hf_model(hf_model).to(device)
-        vocab_size, logits_fn = model.config.vocab_size, influence.hf_logits_fn(model)
+        vocab_size, logits_fn = model.config.vocab_size, hf_logits_fn(model)
         inputs = {"hf_config": Path(hf_model) / "config.json",
                   **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(hf_model))}}
         seeds = {"target_seed": cfg.seed}
@@ -168,9 +158,9 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     except datasets.DataError as err:
         raise datasets.DataError(f"{err}\n(the token IDs must be below the model's vocabulary size {vocab_size}: "
                                  "build the token stream with the model's own tokenizer.json)") from None
-    targets = influence.select_targets(frame, cfg)
-    result = influence.influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
-                                          progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
+    targets = select_targets(frame, cfg)
+    result = influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
+                                progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
                           scheme=None if model_dir is None else description["scheme"])
     record["device"] = describe_device(device)
@@ -179,9 +169,8 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
 
         record["hf_model"] = {"path": str(hf_model), "transformers": transformers.__version__,
                               "architecture": type(model).__name__}
-    datasets.write(result, out, influence.influence_schema(cfg), record)
-    summary = influence.recovered_gain(result, gain_threshold=0.0, n_boot=1)
+    datasets.write(result, out, influence_schema(cfg), record)
     say(f"{result.height} targets; mean L_long {result['long_loss'].mean():.3f}, L_short "
-        f"{result['short_loss'].mean():.3f}; median recovered fraction (gain > 0) by k: "
-        f"{[round(x, 3) for x in summary['median'].to_list()]}")
+        f"{result['short_loss'].mean():.3f}, L_short,sparse {result['sparse_loss'].list.first().mean():.3f} "
+        f"at k = 1 and {result['sparse_loss'].list.last().mean():.3f} at k = {cfg.k_max}")
     return result

@@ -150,7 +150,7 @@ def eval_spec(config: dict) -> dict:
 
 
 def influence_spec(config: dict) -> dict:
-    """The influential-token analysis: the fields of :class:`pipeline_src.language.influence.InfluenceConfig`
+    """The influential-token analysis: the fields of :class:`pipeline_src.language.influence_table.InfluenceConfig`
     plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model) and
     ``device``."""
     section = _section(config)

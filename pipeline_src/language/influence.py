@@ -1,9 +1,9 @@
 """Influential tokens in real text (SPEC 6): how few far-away tokens recover the long-context gain.
 
 A *target* is one token ``x_t`` of a held-out document with at least ``Lbar`` tokens before it
-(``Lbar`` = ``context``). Its context is those ``Lbar`` tokens, numbered 0..Lbar-1 (the position
-IDs the language model was trained with); the *far* context is the first ``Lbar - L`` of them and
-the *local window* the last ``L`` (``L`` = ``local``). The model predicts ``x_t`` from the last
+(``Lbar`` = ``context``; the draw: :mod:`.targets`). Its context is those ``Lbar`` tokens, numbered
+0..Lbar-1 (the position IDs the language model was trained with); the *far* context is the first
+``Lbar - L`` of them and the *local window* the last ``L`` (``L`` = ``local``). The model predicts ``x_t`` from the last
 kept token. Three kinds of loss (cross-entropy of ``x_t``, in nats):
 
 * ``long_loss``   L_long: given all ``Lbar`` tokens, position IDs 0..Lbar-1;
@@ -31,15 +31,15 @@ selection alone. Two null baselines measure how much, on the same targets and lo
 Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
 sorted by position), so the candidates of one step, for several targets at once, go through the
 model as one padding-free batch (at most ``batch_size`` rows per forward). A reference
-implementation that runs one candidate at a time defines the result; the tests check the two
-agree.
+implementation that runs one candidate at a time (``tests/influence_reference.py``) defines the
+result; the tests check the two agree.
 
 The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to token logits
-[B, T, V]: our :class:`~pipeline_src.model.Decoder` (see :func:`as_logits_fn`), or any other
-causal LM through a small adapter such as :func:`hf_logits_fn` for a Hugging Face model.
+[B, T, V]: our :class:`~pipeline_src.model.Decoder`, or any other causal LM through a small adapter
+such as :func:`.logits.hf_logits_fn` for a Hugging Face model (see :mod:`.logits`).
 
-The analysis's parameters, the schema of its table and the summary of the gain recovered live in
-:mod:`.influence_table` (no torch), and are re-exported here.
+The analysis's parameters and the schema of its table live in :mod:`.influence_table` (no torch);
+the statistics the figures compute from the table, in :mod:`pipeline_src.evaluation.influence_summary`.
 """
 
 import sys
@@ -48,112 +48,14 @@ from typing import Callable
 import numpy as np
 import polars as pl
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..storage import datasets
-from .corpus import HELDOUT
-from .influence_table import (KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, LOSS_COLUMNS, SELECTIONS,  # noqa: F401
-                              InfluenceConfig, InfluenceError, InfluenceSchema, gain_fractions,
-                              influence_schema, recovered_gain, tokens_needed)
-
-LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-"""(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last
-position only (every loss here scores the token after the last kept one)."""
+from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, InfluenceConfig, InfluenceError
+from .logits import LogitsFn, as_logits_fn, last_token_losses
+from .targets import target_contexts
 
 ProgressFn = Callable[[int, int], None]
 """Called with (targets done, targets in all)."""
-
-
-# --- target selection ---------------------------------------------------------------------------
-
-
-def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
-    """Draw ``cfg.n_targets`` targets from the held-out documents of a token stream.
-
-    ``stream`` has the token-stream columns ``doc``, ``split``, ``tokens`` (see
-    :mod:`pipeline_src.language.tokenizer`). Every token with at least ``cfg.context`` tokens before it in
-    its document is a candidate (the end-of-document token included: the model was trained to
-    predict it); ``cfg.n_targets`` of them are drawn uniformly without replacement with
-    ``cfg.seed``. The result is a pure function of the held-out documents and ``cfg``: it does not
-    depend on the order of the rows. Returns one row per target, sorted by (doc, t): ``doc``,
-    ``t`` (the target's index in its document), ``target`` (its token) and ``context`` (the
-    ``cfg.context`` tokens before it).
-    """
-    for column in ("doc", "split", "tokens"):
-        if column not in stream.columns:
-            raise InfluenceError(f"token stream has no column {column!r} (columns: {stream.columns})")
-    heldout = stream.filter(pl.col("split") == HELDOUT).sort("doc")
-    if heldout.height == 0:
-        raise InfluenceError(f"the token stream has no {HELDOUT!r} documents to draw targets from")
-    lengths = heldout["tokens"].list.len().to_numpy().astype(np.int64)
-    per_doc = np.maximum(lengths - cfg.context, 0)  # candidate targets t = context..len-1 of each doc
-    total = int(per_doc.sum())
-    if total == 0:
-        raise InfluenceError(
-            f"no held-out document has the Lbar+1 = {cfg.context + 1} tokens a target needs "
-            f"(longest: {int(lengths.max())} tokens in {heldout.height} documents); "
-            "lower InfluenceConfig.context or use a corpus with longer documents")
-    if total < cfg.n_targets:
-        raise InfluenceError(
-            f"the held-out documents hold only {total} targets with {cfg.context} tokens before them, "
-            f"fewer than InfluenceConfig.n_targets={cfg.n_targets}; lower n_targets or hold out more text")
-
-    picks = np.sort(np.random.default_rng(cfg.seed).choice(total, size=cfg.n_targets, replace=False))
-    ends = np.cumsum(per_doc)  # candidates of row r are the flat indices ends[r]-per_doc[r] .. ends[r]-1
-    rows = np.searchsorted(ends, picks, side="right")
-    ts = cfg.context + picks - (ends[rows] - per_doc[rows])
-
-    docs = heldout["doc"].to_numpy()
-    token_lists = heldout["tokens"]
-    contexts, targets = [], []
-    for row, t in zip(rows.tolist(), ts.tolist()):
-        tokens = token_lists[row].to_numpy()
-        contexts.append(tokens[t - cfg.context:t])
-        targets.append(int(tokens[t]))
-    return pl.DataFrame({
-        "doc": pl.Series(docs[rows], dtype=pl.Int64),
-        "t": pl.Series(ts, dtype=pl.Int32),
-        "target": pl.Series(targets, dtype=pl.Int32),
-        "context": pl.Series([c.tolist() for c in contexts], dtype=pl.List(pl.Int32)),
-    })
-
-
-# --- the model as a logits function -------------------------------------------------------------
-
-
-def _logits_of(output) -> torch.Tensor:
-    """Token logits from a model output: a tensor, our ModelOutput, or a Hugging Face output."""
-    if isinstance(output, torch.Tensor):
-        return output
-    for name in ("token_logits", "logits"):
-        if isinstance(getattr(output, name, None), torch.Tensor):
-            return getattr(output, name)
-    raise InfluenceError(f"the model returned {type(output).__name__}, not logits "
-                         "(a tensor, or an object with .token_logits or .logits)")
-
-
-def as_logits_fn(model: "nn.Module | Callable", device: str | torch.device = "cpu") -> LogitsFn:
-    """Wrap ``model`` as a :data:`LogitsFn` called as ``model(tokens, position_ids)``.
-
-    An ``nn.Module`` (such as our Decoder) is moved to ``device`` and put in eval mode (in place);
-    any other callable is used as it is and must accept tensors on ``device``.
-    """
-    if isinstance(model, nn.Module):
-        model.to(device).eval()
-    if not callable(model):
-        raise InfluenceError("the model must be callable as model(tokens, position_ids), "
-                             f"got {type(model).__name__}")
-    return lambda tokens, position_ids: _logits_of(model(tokens, position_ids))
-
-
-def hf_logits_fn(model) -> LogitsFn:
-    """Adapter for a Hugging Face causal LM (already on its device, in eval mode).
-
-    Hugging Face models take keyword arguments (their second positional argument is the
-    attention mask, not the position IDs), hence this adapter.
-    """
-    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids).logits
 
 
 # --- losses -------------------------------------------------------------------------------------
@@ -175,26 +77,6 @@ def _kept_sequences(contexts: np.ndarray, owner: np.ndarray, far_kept: np.ndarra
     return contexts[owner[:, None], positions], positions
 
 
-def _last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
-                       targets: np.ndarray, batch_size: int, device) -> np.ndarray:
-    """Cross-entropy (float64 [rows]) of ``targets[r]`` predicted at the last position of row r,
-    in forwards of at most ``batch_size`` rows."""
-    losses = np.empty(len(tokens), dtype=np.float64)
-    for start in range(0, len(tokens), batch_size):
-        stop = start + batch_size
-        tok = torch.as_tensor(tokens[start:stop], dtype=torch.long, device=device)
-        pos = torch.as_tensor(positions[start:stop], dtype=torch.long, device=device)
-        logits = logits_fn(tok, pos)
-        if logits.dim() != 3 or logits.shape[0] != tok.shape[0] or logits.shape[1] not in (1, tok.shape[1]):
-            raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
-                                 f"shape {tuple(tok.shape)}; expected [B, T, vocab] (or [B, 1, vocab]: "
-                                 "the last position only)")
-        y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
-        loss = F.cross_entropy(logits[:, -1].double(), y, reduction="none")
-        losses[start:start + len(tok)] = loss.cpu().numpy()
-    return losses
-
-
 Losses = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(owner [rows], far_kept bool [rows, far]) -> the loss of each row's sequence, float64 [rows]."""
 
@@ -204,7 +86,7 @@ def _scorer(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg:
     ``far_kept[r]`` and the local window of context ``owner[r]`` and scores ``targets[owner[r]]``."""
     def losses(owner: np.ndarray, far_kept: np.ndarray) -> np.ndarray:
         tokens, positions = _kept_sequences(contexts, owner, far_kept, cfg.local)
-        return _last_token_losses(logits_fn, tokens, positions, targets[owner], cfg.batch_size, device)
+        return last_token_losses(logits_fn, tokens, positions, targets[owner], cfg.batch_size, device)
     return losses
 
 
@@ -303,26 +185,14 @@ def with_other_far_tokens(contexts: np.ndarray, donors: np.ndarray, far: int) ->
     return np.concatenate([contexts[donors, :far], contexts[:, far:]], axis=1)
 
 
-def _contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The context matrix [n, Lbar] and target tokens [n] of a target frame, checked."""
-    for column in ("doc", "t", "target", "context"):
-        if column not in targets.columns:
-            raise InfluenceError(f"target frame has no column {column!r}; make it with select_targets")
-    if targets.height == 0:
-        raise InfluenceError("no targets to analyse")
-    contexts, lengths = datasets.padded(targets["context"])
-    if np.any(lengths != cfg.context):
-        raise InfluenceError(f"target contexts have {sorted(set(lengths.tolist()))} tokens, "
-                             f"InfluenceConfig.context is {cfg.context}")
-    return contexts, targets["target"].to_numpy().astype(np.int64)
-
-
 def _loss_lists(matrix) -> pl.Series:
     return pl.Series([list(map(float, row)) for row in matrix], dtype=pl.List(pl.Float64))
 
 
-def _result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_loss, sparse, chosen,
-                  random_loss, other_loss) -> pl.DataFrame:
+def result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_loss, sparse, chosen,
+                 random_loss, other_loss) -> pl.DataFrame:
+    """The analysis' table (:func:`.influence_table.influence_schema`): per target of ``targets``
+    its losses, picks and null baselines (``donors``: the rows of the other-context donors)."""
     long_loss, short_loss = np.asarray(long_loss, dtype=np.float64), np.asarray(short_loss, dtype=np.float64)
     return pl.DataFrame({
         "doc": targets["doc"].cast(pl.Int64),
@@ -358,90 +228,29 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
 
     ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
     (wrapped with :func:`as_logits_fn`, which moves a module to ``device`` and sets eval mode);
-    or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`hf_logits_fn`.
-    ``targets``: a frame from :func:`select_targets`. ``progress(done, total)`` is called after
-    every ``report_every`` targets and at the end (None: silent). Returns a frame matching
-    :func:`influence_schema`, one row per target in the order of ``targets``.
+    or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`.logits.hf_logits_fn`.
+    ``targets``: a frame from :func:`.targets.select_targets`. ``progress(done, total)`` is called
+    after every ``report_every`` targets and at the end (None: silent). Returns a frame matching
+    :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
     """
     if report_every < 1:
         raise InfluenceError(f"report_every must be >= 1, got {report_every}")
-    contexts, target_tokens = _contexts(targets, cfg)
+    contexts, target_tokens = target_contexts(targets, cfg)
     donors = other_targets(targets)
     others = with_other_far_tokens(contexts, donors, cfg.far)
     draws = random_draws(len(target_tokens), cfg)
     fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
     group = max(1, cfg.batch_size // cfg.far)  # targets whose candidates of one step fill about one batch
     parts = []
-    with torch.inference_mode():
-        for start in range(0, len(target_tokens), group):
-            stop = min(start + group, len(target_tokens))
-            span = slice(start, stop)
-            parts.append({**_group_influence(fn, contexts[span], target_tokens[span], cfg, device),
-                          **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
-                                            cfg, device)})
-            crossed = stop // report_every > start // report_every or stop == len(target_tokens)
-            if progress is not None and crossed:
-                progress(stop, len(target_tokens))
+    for start in range(0, len(target_tokens), group):
+        stop = min(start + group, len(target_tokens))
+        span = slice(start, stop)
+        parts.append({**_group_influence(fn, contexts[span], target_tokens[span], cfg, device),
+                      **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
+                                        cfg, device)})
+        crossed = stop // report_every > start // report_every or stop == len(target_tokens)
+        if progress is not None and crossed:
+            progress(stop, len(target_tokens))
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-    return _result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
-                         joined["chosen"], joined["random_loss"], joined["other_loss"])
-
-
-# --- the reference: one candidate at a time -----------------------------------------------------
-
-
-def sequence_loss(logits_fn: LogitsFn, context: np.ndarray, target: int, keep: list[int],
-                  device: str | torch.device = "cpu") -> float:
-    """CE of ``target`` given the context tokens at positions ``keep`` (ascending), each fed with
-    its own position as its position ID: the definition of every loss of this module."""
-    tokens = torch.as_tensor(np.asarray(context)[keep], dtype=torch.long, device=device)[None]
-    positions = torch.as_tensor(keep, dtype=torch.long, device=device)[None]
-    logits = logits_fn(tokens, positions)[0, -1].double()
-    return float(F.cross_entropy(logits[None], torch.tensor([target], device=device)))
-
-
-def reference_influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame,
-                                 cfg: InfluenceConfig, *, device: str | torch.device = "cpu",
-                                 logits_fn: LogitsFn | None = None) -> pl.DataFrame:
-    """What :func:`influential_tokens` computes, one candidate sequence per forward (slow; for
-    tests and the benchmark). Ties go to the smallest position, as there."""
-    contexts, target_tokens = _contexts(targets, cfg)
-    donors = other_targets(targets)
-    draws = random_draws(len(target_tokens), cfg)
-    fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
-    far, window = cfg.far, list(range(cfg.far, cfg.context))
-    rows = {"long": [], "short": [], "sparse": [], "chosen": [], "random": [], "other": []}
-
-    def select(loss) -> tuple[list[int], list[float]]:
-        single = {j: loss([j]) for j in range(far)}
-        if cfg.selection == "topk":
-            chosen = sorted(range(far), key=lambda j: (single[j], j))[:cfg.k_max]
-            return chosen, [single[chosen[0]]] + [loss(chosen[:k]) for k in range(2, cfg.k_max + 1)]
-        chosen, sparse = [], []
-        for _ in range(cfg.k_max):
-            best_j, best = None, float("inf")
-            for j in range(far):  # ascending, strict "<": ties keep the smallest position
-                if j not in chosen:
-                    value = single[j] if not chosen else loss(chosen + [j])
-                    if value < best:
-                        best_j, best = j, value
-            chosen.append(best_j)
-            sparse.append(best)
-        return chosen, sparse
-
-    with torch.inference_mode():
-        for i, (context, target) in enumerate(zip(contexts, target_tokens.tolist())):
-            def loss(far_positions, context=context):
-                return sequence_loss(fn, context, target, sorted(far_positions) + window, device)
-
-            other = np.concatenate([contexts[donors[i], :far], context[far:]])
-            chosen, sparse = select(loss)
-            rows["long"].append(loss(range(far)))
-            rows["short"].append(loss([]))
-            rows["sparse"].append(sparse)
-            rows["chosen"].append(chosen)
-            rows["random"].append([np.mean([loss(draw[:k].tolist()) for draw in draws[i]])
-                                   for k in range(1, cfg.k_max + 1)])
-            rows["other"].append(select(lambda js: loss(js, context=other))[1])
-    return _result_frame(targets, donors, rows["long"], rows["short"], rows["sparse"], rows["chosen"],
-                         rows["random"], rows["other"])
+    return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
+                        joined["chosen"], joined["random_loss"], joined["other_loss"])

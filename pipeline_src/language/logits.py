@@ -1,0 +1,83 @@
+"""Language models as logits functions, and the loss of the token after the last one kept (SPEC 6).
+
+A :data:`LogitsFn` maps ``(tokens, position_ids)`` (long [B, T]) to token logits: our
+:class:`~pipeline_src.model.Decoder` (:func:`decoder_logits_fn`, or :func:`as_logits_fn` for any
+module called as ``model(tokens, position_ids)``), or another causal LM through a small adapter
+such as :func:`hf_logits_fn` for a Hugging Face model. :func:`last_token_losses` scores the token
+after the last position of each sequence: the target losses of every language model and every loss
+of the influential-token analysis (:mod:`.influence`).
+"""
+
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .influence_table import InfluenceError
+
+LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last
+position only (every loss here scores the token after the last kept one)."""
+
+
+def _logits_of(output) -> torch.Tensor:
+    """Token logits from a model output: a tensor, our ModelOutput, or a Hugging Face output."""
+    if isinstance(output, torch.Tensor):
+        return output
+    for name in ("token_logits", "logits"):
+        if isinstance(getattr(output, name, None), torch.Tensor):
+            return getattr(output, name)
+    raise InfluenceError(f"the model returned {type(output).__name__}, not logits "
+                         "(a tensor, or an object with .token_logits or .logits)")
+
+
+def as_logits_fn(model: "nn.Module | Callable", device: str | torch.device = "cpu") -> LogitsFn:
+    """Wrap ``model`` as a :data:`LogitsFn` called as ``model(tokens, position_ids)``.
+
+    An ``nn.Module`` (such as our Decoder) is moved to ``device`` and put in eval mode (in place);
+    any other callable is used as it is and must accept tensors on ``device``.
+    """
+    if isinstance(model, nn.Module):
+        model.to(device).eval()
+    if not callable(model):
+        raise InfluenceError("the model must be callable as model(tokens, position_ids), "
+                             f"got {type(model).__name__}")
+    return lambda tokens, position_ids: _logits_of(model(tokens, position_ids))
+
+
+def decoder_logits_fn(model) -> LogitsFn:
+    """Our Decoder as a :data:`LogitsFn`: logits of the last position only."""
+    return lambda tokens, position_ids: model(tokens, position_ids, last_only=True).token_logits
+
+
+def hf_logits_fn(model) -> LogitsFn:
+    """Adapter for a Hugging Face causal LM (already on its device, in eval mode).
+
+    Hugging Face models take keyword arguments (their second positional argument is the
+    attention mask, not the position IDs), hence this adapter.
+    """
+    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids).logits
+
+
+def last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
+                      targets: np.ndarray, batch_size: int, device) -> np.ndarray:
+    """Cross-entropy (float64 [rows]) of ``targets[r]`` predicted at the last position of row r of
+    ``tokens`` fed at position IDs ``positions`` (both [rows, T]), in forwards of at most
+    ``batch_size`` rows on ``device`` (where the model is)."""
+    losses = np.empty(len(tokens), dtype=np.float64)
+    with torch.inference_mode():
+        for start in range(0, len(tokens), batch_size):
+            stop = start + batch_size
+            tok = torch.as_tensor(tokens[start:stop], dtype=torch.long, device=device)
+            pos = torch.as_tensor(positions[start:stop], dtype=torch.long, device=device)
+            logits = logits_fn(tok, pos)
+            if logits.dim() != 3 or logits.shape[0] != tok.shape[0] or logits.shape[1] not in (1, tok.shape[1]):
+                raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
+                                     f"shape {tuple(tok.shape)}; expected [B, T, vocab] (or [B, 1, vocab]: "
+                                     "the last position only)")
+            y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
+            loss = F.cross_entropy(logits[:, -1].double(), y, reduction="none")
+            losses[start:start + len(tok)] = loss.cpu().numpy()
+    return losses
