@@ -61,8 +61,8 @@ def main(debug: bool) -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
+    from .bookkeeping.records import build_record
     from .storage import datasets
-    from .bookkeeping.provenance import build_record
     from .tasks import get_task
 
     task = get_task(spec["task"])

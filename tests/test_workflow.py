@@ -201,7 +201,7 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     """The report as a person sees it (rendered by a headless browser): a landing page with labelled
     entries for the code version, libraries and unfinished cells, every figure made with this
     config; captions stating what each figure was made with."""
-    from pipeline_src.bookkeeping.provenance import code_version
+    from pipeline_src.bookkeeping.records import code_version
     from tests.browser import rendered_text
 
     done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")

@@ -20,8 +20,8 @@ declares one) join its digest with their own closures. So editing one task's gen
 that task's jobs, and a task module importing another task's module depends on both.
 
 Not part of any digest, deliberately: the CLI (:data:`PLUMBING`; it only dispatches) and the
-bookkeeping plumbing (provenance records, status, verification, paths and this module), which
-record results without changing them.
+bookkeeping plumbing (provenance records, written and read in :mod:`pipeline_src.storage.provenance`,
+status, verification, paths and this module), which record results without changing them.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ STAGE_ENTRIES = {
     "language_figures": ("figures.figure4", "figures.language_pose", "evaluation.findings"),  # plot, as above
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
-PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.provenance", "bookkeeping.status",
-                      "bookkeeping.verify", "bookkeeping.paths", "bookkeeping.code_digest"})
+PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.records", "bookkeeping.status",
+                      "bookkeeping.verify", "bookkeeping.paths", "bookkeeping.code_digest", "storage.provenance"})
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:

@@ -21,7 +21,8 @@ from . import jobs
 from . import paths
 from ..language import config as lang
 from ..storage.canonical import canonical_json, config_hash
-from .provenance import add_values, code_version, library_versions, read_record
+from ..storage.provenance import add_values, read_record
+from .records import code_version, library_versions
 from .status import cell_jobs, diff_fields, unfinished_cells
 
 

@@ -17,7 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from ..evaluation import accuracy_schema  # noqa: E402
-from ..bookkeeping.provenance import attach, build_record, upstream_values  # noqa: E402
+from ..bookkeeping.records import build_record  # noqa: E402
+from ..storage.provenance import attach, upstream_values  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}

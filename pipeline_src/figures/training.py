@@ -18,7 +18,7 @@ import polars as pl
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation
 
-from ..bookkeeping.provenance import read_record
+from ..storage.provenance import read_record
 from . import lines
 from .common import diverged_cells, note_diverged, panel_grid, read_accuracy, save_figure, suptitle
 
