@@ -243,19 +243,28 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     if figure in FIGURE_TASK and spec.get("task") != FIGURE_TASK[figure]:
         raise click.BadParameter(f"figure {figure} shows task {FIGURE_TASK[figure]!r}, but the spec is for "
                                  f"task {spec.get('task')!r}", param_hint="--spec")
-    if figure in FIGURE_TASK:  # a task's figure: its module names the function that draws it
-        from .tasks import get_task
-
-        draw = get_task(FIGURE_TASK[figure]).figure.plot_function()
+    if figure in FIGURE_TASK:
+        draw_task_figure(figure, spec, rule, inputs, outputs, caption,
+                         mechanism=(mechanism_dirs, mechanism_outputs, mechanism_caption),
+                         training=(training_logs, training_outputs, training_caption))
     else:
-        draw = importlib.import_module(f".figures.{figure}", __package__).plot
-    draw(spec, list(inputs), list(outputs), rule=rule)
+        draw_language_figure(figure, spec, rule, inputs, outputs, caption)
+
+
+# A companion figure of a task's figure: its sources, its files, its caption (template, out) or None.
+Companion = tuple[tuple[Path, ...], tuple[Path, ...], tuple[Path, Path] | None]
+
+
+def draw_task_figure(figure: str, spec: dict, rule: str, inputs: tuple[Path, ...], outputs: tuple[Path, ...],
+                     caption: tuple[Path, Path] | None, mechanism: Companion, training: Companion) -> None:
+    """The figures job of a task: its figure (the task's module names the function that draws it)
+    with its caption, then its mechanism and training figures where their sources are given."""
     from .figures.caption import write_caption
+    from .tasks import get_task
 
-    if caption:
-        from .evaluation.findings import caption as finding
-
-        write_caption(caption[0], outputs[0], caption[1], finding=finding(figure, spec, list(inputs)))
+    draw_with_caption(get_task(FIGURE_TASK[figure]).figure.plot_function(), figure, spec, rule, inputs, outputs,
+                      caption)
+    mechanism_dirs, mechanism_outputs, mechanism_caption = mechanism
     if mechanism_dirs:
         from .evaluation.mechanism_schema import table_paths
         from .figures.mechanism import plot as draw_mechanism
@@ -264,12 +273,32 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
                        rule=rule)
         if mechanism_caption:
             write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1])
+    training_logs, training_outputs, training_caption = training
     if training_logs:
         from .figures.training import plot as draw_training
 
         draw_training(spec, list(inputs), list(training_logs), list(training_outputs), rule=rule)
         if training_caption:
             write_caption(training_caption[0], training_outputs[0], training_caption[1])
+
+
+def draw_language_figure(figure: str, spec: dict, rule: str, inputs: tuple[Path, ...], outputs: tuple[Path, ...],
+                         caption: tuple[Path, Path] | None) -> None:
+    """The figures job of a language figure, drawn by the module of figures/ named after it, with its caption."""
+    draw_with_caption(importlib.import_module(f".figures.{figure}", __package__).plot, figure, spec, rule, inputs,
+                      outputs, caption)
+
+
+def draw_with_caption(draw, figure: str, spec: dict, rule: str, inputs: tuple[Path, ...], outputs: tuple[Path, ...],
+                      caption: tuple[Path, Path] | None) -> None:
+    """Draw ``figure`` with ``draw``; with ``caption`` (template, out), write its caption and the
+    verdict of the finding it shows."""
+    draw(spec, list(inputs), list(outputs), rule=rule)
+    if caption:
+        from .evaluation.findings import caption as finding
+        from .figures.caption import write_caption
+
+        write_caption(caption[0], outputs[0], caption[1], finding=finding(figure, spec, list(inputs)))
 
 
 for _command in COMMANDS:  # the commands that read what a run made (cli_tools)
