@@ -4,8 +4,8 @@ The workflow passes each job's digest as a Snakemake param (so editing that code
 every provenance record stores it; ``lengthgen status`` recomputes it to tell stale cells.
 
 A digest covers the *import closure* of the job's entry modules (:data:`STAGE_ENTRIES`: the modules
-the stage's CLI command imports; for a task's figure, the module drawing it; both language figures
-share one digest), found by parsing (never importing) each module with :mod:`ast` and following
+the stage's CLI command imports, :data:`STAGE_COMMANDS`; for a task's figure, the module drawing it;
+both language figures share one digest), found by parsing (never importing) each module with :mod:`ast` and following
 every ``import`` and ``from ... import`` within ``pipeline_src`` at any nesting level (modules import
 lazily inside functions), relative imports and ``from package import submodule`` included, and the
 ``__init__`` of every package on the way (Python runs it). Each module enters as its path relative
@@ -35,17 +35,30 @@ from ..storage.canonical import sha256_text
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 PACKAGE = "pipeline_src"
 
-# The modules each stage's CLI command imports (pipeline_src/cli.py; one command per rule).
+# The functions of pipeline_src/cli.py that run each stage's jobs (with the helpers they call):
+# a command per rule, and for the figures a branch of ``lengthgen plot``.
+STAGE_COMMANDS = {
+    "data": ("generate",),
+    "train": ("train",),
+    "evaluate": ("evaluate",),
+    "figures": ("draw_task_figure",),
+    "language_data": ("corpus",),
+    "language_train": ("lm_train",),
+    "language_eval": ("lm_eval", "influence"),
+    "language_figures": ("draw_language_figure",),
+}
+# The modules those functions import (tests/test_code_digest.py holds the two equal); a task's
+# figure is drawn by the function its task names, which entry_modules adds.
 STAGE_ENTRIES = {
-    "data": ("tasks", "storage.datasets"),  # generate
-    "train": ("training.train",),  # train
-    "evaluate": ("evaluation.evaluate",),  # evaluate
-    # plot: a task's figure and its companions (entry_modules), its caption's finding
-    "figures": ("figures.mechanism", "figures.training", "evaluation.findings"),
-    "language_data": ("language.token_stream",),  # corpus
-    "language_train": ("language.training",),  # lm-train
-    "language_eval": ("language.analysis",),  # lm-eval, influence
-    "language_figures": ("figures.figure4", "figures.language_pose", "evaluation.findings"),  # plot, as above
+    "data": ("tasks", "storage.datasets"),
+    "train": ("training.train", "checkpoints", "device"),
+    "evaluate": ("evaluation.evaluate", "checkpoints", "device"),
+    "figures": ("tasks", "figures.mechanism", "figures.training", "figures.caption", "evaluation.findings",
+                "evaluation.mechanism_schema"),
+    "language_data": ("language.corpus", "language.token_stream", "language.tokenizer"),
+    "language_train": ("language.training", "training.train", "checkpoints", "device"),
+    "language_eval": ("language.analysis", "checkpoints", "device"),
+    "language_figures": ("figures.figure4", "figures.language_pose", "figures.caption", "evaluation.findings"),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
 PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.records", "bookkeeping.status",
