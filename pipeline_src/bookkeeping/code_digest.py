@@ -5,14 +5,15 @@ every provenance record stores it; ``lengthgen status`` recomputes it to tell st
 
 A digest covers the *import closure* of the job's entry modules (:data:`STAGE_ENTRIES`: the modules
 the stage's CLI command imports, :data:`STAGE_COMMANDS`; for a task's figure, the module drawing it;
-both language figures share one digest), found by parsing (never importing) each module with :mod:`ast` and following
-every ``import`` and ``from ... import`` within ``pipeline_src`` at any nesting level (modules import
-lazily inside functions), relative imports and ``from package import submodule`` included, and the
-``__init__`` of every package on the way (Python runs it). Each module enters as its path relative
-to ``pipeline_src`` and the dump of its syntax tree without comments and docstrings (the string
-opening a module, class or function): editing a comment or docstring reruns nothing, editing code
-reruns exactly the jobs whose closure holds that module. The dump depends on the Python version, so
-a new Python reruns everything. Each file is parsed once per process (again if it changes).
+both language figures share one digest), found by parsing (never importing) each module with
+:mod:`ast` and following every ``import`` and ``from ... import`` within ``pipeline_src`` at any
+nesting level (modules import lazily inside functions), relative imports and ``from package import
+submodule`` included, and the ``__init__`` of every package on the way (Python runs it). Each module
+enters as its path relative to ``pipeline_src`` and the dump of its syntax tree without comments and
+docstrings (the string opening a module, class or function): editing a comment or docstring reruns
+nothing, editing code reruns exactly the jobs whose closure holds that module. The dump depends on
+the Python version, so a new Python reruns everything. Each file is parsed once per process (again
+if it changes).
 
 Registries discover their members with :mod:`pkgutil`, which no static import names: a job's task
 module (``get_task(name).module``) and scheme modules (the scheme's ``code_modules``: its own, its encoding's and its transform's, where it
