@@ -15,7 +15,7 @@ from safetensors.torch import load as load_weights, save_file
 from .storage.atomic import replacing, write_text
 from .storage.errors import library_failure, os_error
 from .model import Decoder, ModelConfig
-from .bookkeeping.provenance import attach, read_checked, sidecar_path, write_sidecar
+from .storage.provenance import attach, read_checked, sidecar_path, write_sidecar
 
 DIGEST_MARK = b"\nlengthgen.sha256:"  # then the 64 hex digits of the SHA-256 of the bytes before it
 RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")

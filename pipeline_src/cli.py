@@ -60,7 +60,7 @@ def main(debug: bool) -> None:
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
     from .storage import datasets
-    from .bookkeeping.provenance import build_record
+    from .bookkeeping.records import build_record
     from .tasks import get_task
 
     task = get_task(spec["task"])

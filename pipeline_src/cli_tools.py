@@ -104,7 +104,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 
     With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
-    from .bookkeeping.provenance import format_trace, trace
+    from .storage.provenance import format_trace, trace
 
     if verify:
         if as_json or with_config:
@@ -190,7 +190,7 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
 def spec(artifact: Path) -> None:
     """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
     back with --spec to rerun that step by hand."""
-    from .bookkeeping.provenance import read_record
+    from .storage.provenance import read_record
     from .storage.canonical import canonical_json
 
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.bookkeeping.provenance import build_record
+from pipeline_src.bookkeeping.records import build_record
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import jinja2
 import pytest
 
-from pipeline_src.bookkeeping.provenance import build_record, upstream_values, write_sidecar
+from pipeline_src.bookkeeping.records import build_record
 from pipeline_src.bookkeeping.task_study import CAPTION_RUN
+from pipeline_src.storage.provenance import upstream_values, write_sidecar
 from pipeline_src.figures.caption import render, write_caption
 from pipeline_src.language.study import CAPTION_RUN as LANGUAGE_RUN
 

@@ -1,5 +1,6 @@
 """Code digests follow the real imports: a comment or docstring edit changes none, a code edit
-changes exactly the digests of the jobs whose stage (or own task or scheme module) imports it."""
+changes exactly the digests of the jobs whose stage (or own task or scheme module) imports it, and
+each stage's entry modules are those its CLI command imports."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.bookkeeping import code_digest
-from pipeline_src.bookkeeping.code_digest import closure, entry_modules, stage_digest
+from pipeline_src.bookkeeping.code_digest import (DRAWN_BY_NAME, PLUMBING, STAGE_COMMANDS, STAGE_ENTRIES, closure,
+                                                  entry_modules, stage_digest)
+from pipeline_src.language.study import DRAW
 from pipeline_src.tasks import TASKS
 
 REAL = code_digest.PACKAGE_DIR
@@ -184,3 +187,68 @@ def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
         for stage in ("data", "train", "evaluate"):
             drawing = [m for m in closure(entry_modules(stage, task)) if str(m).startswith("figures")]
             assert not drawing, f"{stage} digest of {task} covers {drawing}"
+
+
+def cli_functions() -> dict[str, ast.FunctionDef]:
+    """The functions (methods included) of pipeline_src/cli.py and cli_common.py, by name."""
+    trees = [ast.parse((REAL / name).read_text()) for name in ("cli.py", "cli_common.py")]
+    return {node.name: node for tree in trees for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+
+
+def imports_and_calls(function: ast.FunctionDef, functions: dict) -> tuple[set[str], set[str]]:
+    """The package modules ``function`` imports (dotted, relative to pipeline_src) and the functions
+    of ``functions`` it calls."""
+    modules, calls = set(), set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 1, f"{function.name}: import {node.module} not relative to pipeline_src"
+            for alias in node.names:
+                module = ".".join(filter(None, [node.module, alias.name]))  # from .package import module
+                modules.add(module if code_digest._path(module) else node.module)
+        elif isinstance(node, ast.Import):
+            assert not any(alias.name.startswith("pipeline_src") for alias in node.names), function.name
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+            calls.add(node.func.id)
+    return modules, calls
+
+
+def reached(names, functions: dict) -> tuple[set[str], set[str]]:
+    """The modules that the functions ``names`` import, with the CLI functions they call, and the
+    functions run."""
+    modules, seen, pending = set(), set(), list(names)
+    while pending:
+        name = pending.pop()
+        if name not in seen:
+            seen.add(name)
+            imported, calls = imports_and_calls(functions[name], functions)
+            modules |= imported
+            pending += calls
+    return modules, seen
+
+
+def test_each_stage_s_entries_are_what_its_cli_functions_import():
+    """STAGE_ENTRIES copies what the CLI functions of each stage (STAGE_COMMANDS) import, lazily
+    inside them and the helpers they call: a module one of them imports that its stage's entries
+    lack would be left out of the digest, and editing it would rerun nothing."""
+    functions = cli_functions()
+    assert STAGE_COMMANDS.keys() == STAGE_ENTRIES.keys()
+    for stage, commands in STAGE_COMMANDS.items():
+        imported = reached(commands, functions)[0] - PLUMBING
+        entries = set(STAGE_ENTRIES[stage]) - set(DRAWN_BY_NAME.get(stage, ()))
+        assert imported == entries, (f"{stage}: {sorted(imported - entries)} imported by {commands} but no entry; "
+                                     f"{sorted(entries - imported)} entries that they do not import")
+
+
+def test_the_modules_loaded_by_name_are_those_drawing_the_language_figures():
+    assert set(DRAWN_BY_NAME["language_figures"]) == {code_digest._relative(draw.partition(":")[0])
+                                                      for draw in DRAW.values()}
+
+
+def test_every_cli_function_importing_pipeline_code_runs_a_stage():
+    """A module imported by a function of the CLI that no stage runs (a new command, a new branch)
+    would be in no digest: every such function is reached from a stage's functions."""
+    functions = cli_functions()
+    run = reached([name for commands in STAGE_COMMANDS.values() for name in commands], functions)[1]
+    importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - PLUMBING}
+    assert importing <= run, f"{sorted(importing - run)} import pipeline code but run no stage's jobs"
+

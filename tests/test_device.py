@@ -30,7 +30,7 @@ from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.device import DeviceError, autocast, describe_device, inference_autocast, resolve_device
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.model import Decoder, ModelConfig
-from pipeline_src.bookkeeping.provenance import read_record
+from pipeline_src.storage.provenance import read_record
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
+from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import common, figure1
@@ -47,7 +48,7 @@ def test_the_schema_refuses_a_row_only_partly_unscored(tables):
 
 
 def test_figures_name_the_diverged_run_and_average_the_others(tables, tmp_path, monkeypatch):
-    frame = common.read_accuracy(tables, metric="answer")
+    frame = accuracy_schema.read_accuracy(tables, metric="answer")
     assert common.diverged_runs(frame) == ["sparse_parity/rope_pose/k2 seed4"]
     summary = common.mean_over_seeds(frame, ["k", "length"])
     only_good = common.mean_over_seeds(frame.filter(pl.col("seed") == 3), ["k", "length"])

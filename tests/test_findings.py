@@ -322,7 +322,7 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     for scheme in others:
         write_seeds(tmp_path / "results", config, F2_TASK, "scratchpad", scheme, [flat(0.0)] * 2)
     extra = tmp_path / "only_parity.yaml"
-    extra.write_text(f"tasks: [{F2_TASK}]\n")
+    extra.write_text(f"tasks: [{F2_TASK}]\nlanguage: {{enabled: false}}\n")
     monkeypatch.chdir(REPO)  # config/config.yaml, merged under --configfile
     out = tmp_path / "findings.md"
     done = CliRunner().invoke(main, ["findings", str(tmp_path / "results"), "--configfile", str(extra),

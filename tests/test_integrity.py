@@ -16,7 +16,7 @@ from typing import Callable
 import polars as pl
 import pytest
 
-from pipeline_src.bookkeeping.provenance import build_record
+from pipeline_src.bookkeeping.records import build_record
 from pipeline_src.checkpoints import CheckpointError
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate

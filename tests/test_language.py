@@ -25,7 +25,7 @@ from pipeline_src.storage.canonical import canonical_json, sha256_file
 from pipeline_src.cli import main
 from pipeline_src.language.analysis import analyse, evaluate_model
 from pipeline_src.language.token_stream import build_corpus
-from pipeline_src.bookkeeping.provenance import format_trace, read_record, trace
+from pipeline_src.storage.provenance import format_trace, read_record, trace
 from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.language.training import train_language_model
 from tests.test_corpus import write_shard

@@ -13,7 +13,8 @@ from pipeline_src.language import influence
 from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
-from pipeline_src.bookkeeping.provenance import build_record, read_record
+from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.storage.provenance import read_record
 
 SPEC = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
 

@@ -11,7 +11,7 @@ from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_f
 from pipeline_src.cli import main
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
-from pipeline_src.bookkeeping.provenance import PARQUET_KEY, read_record, sidecar_path, trace
+from pipeline_src.storage.provenance import PARQUET_KEY, read_record, sidecar_path, trace
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 

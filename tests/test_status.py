@@ -20,6 +20,7 @@ from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 REPO = Path(__file__).resolve().parents[1]
 TINY = {  # one sparse parity variant and scheme, two seeds; trained and evaluated in seconds
     "tasks": ["sparse_parity"],
+    "language": {"enabled": False},
     "sparse_parity": {
         "schemes": ["rope_pose"], "k_train": [2], "seeds": [0, 1],
         "data": {"n_train": 300},

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src import tasks
-from pipeline_src.bookkeeping import provenance
-from pipeline_src.bookkeeping.provenance import build_record
+from pipeline_src.bookkeeping import records
+from pipeline_src.bookkeeping.records import build_record
 from pipeline_src.cli import main
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
@@ -96,7 +96,7 @@ def registered(monkeypatch):
     """The task, registered for this test only. Its module lies outside the package, so the code
     digests (which cover modules of pipeline_src) get a fixed stand-in."""
     monkeypatch.setitem(tasks.TASKS, NAME, TASK)
-    monkeypatch.setattr(provenance, "stage_digest", lambda stage, task=None, scheme=None: f"test:{stage}")
+    monkeypatch.setattr(records, "stage_digest", lambda stage, task=None, scheme=None: f"test:{stage}")
     return TASK
 
 

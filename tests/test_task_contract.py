@@ -18,7 +18,8 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.bookkeeping.provenance import build_record, sidecar_path
+from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.storage.provenance import sidecar_path
 from pipeline_src.storage.canonical import sha256_file
 from pipeline_src.tasks import TASKS, get_task
 

@@ -11,7 +11,8 @@ import pytest
 
 from pipeline_src.storage import datasets
 from pipeline_src.language.corpus import select, split_documents
-from pipeline_src.bookkeeping.provenance import build_record, read_record
+from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.storage.provenance import read_record
 from pipeline_src.language.tokenizer import (EOD, TokenizerError, encode_documents, load_tokenizer, read_tokens,
                                     save_tokenizer, train_tokenizer, write_tokens)
 

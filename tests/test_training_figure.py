@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.colors import to_rgba
 
-from pipeline_src.bookkeeping.provenance import attach
+from pipeline_src.storage.provenance import attach
 from pipeline_src.cli import main
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.figures import training

@@ -201,7 +201,7 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     """The report as a person sees it (rendered by a headless browser): a landing page with labelled
     entries for the code version, libraries and unfinished cells, every figure made with this
     config; captions stating what each figure was made with."""
-    from pipeline_src.bookkeeping.provenance import code_version
+    from pipeline_src.bookkeeping.records import code_version
     from tests.browser import rendered_text
 
     done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
@@ -305,6 +305,7 @@ def test_a_made_file_without_metadata_still_gets_its_warning(tmp_path):
 TINY_TRAIN = {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2, "checkpoint_every": 2}
 TINY = {  # sparse parity: two cells (seeds 0 and 1), each a few seconds from data to accuracy
     "tasks": ["sparse_parity"],
+    "language": {"enabled": False},
     "sparse_parity": {"schemes": ["rope"], "k_train": [2], "seeds": [0, 1],
                       "data": {"n_train": 100}, "eval": {"k_test": [2], "lengths": [60], "n_per_cell": 4},
                       "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32}, "train": TINY_TRAIN},
@@ -312,6 +313,7 @@ TINY = {  # sparse parity: two cells (seeds 0 and 1), each a few seconds from da
 DIVERGING = {  # parity, rope_pose with and without scratchpad (runs merge over the default's), at a
     # learning rate no run survives: two cells, both diverged
     "tasks": ["sparse_parity", "parity_scratchpad"],
+    "language": {"enabled": False},
     "parity_scratchpad": {"runs": {"scratchpad": ["rope_pose"]}, "seeds": [0], "data": {"n_train": 100},
                           "eval": {"lengths": [5, 20], "n_per_cell": 4},
                           "model": {"d_model": 16, "n_layer": 1, "n_head": 2, "d_mlp": 32},

@@ -4,15 +4,16 @@ The workflow passes each job's digest as a Snakemake param (so editing that code
 every provenance record stores it; ``lengthgen status`` recomputes it to tell stale cells.
 
 A digest covers the *import closure* of the job's entry modules (:data:`STAGE_ENTRIES`: the modules
-the stage's CLI command imports; for a task's figure, the module drawing it; both language figures
-share one digest), found by parsing (never importing) each module with :mod:`ast` and following
-every ``import`` and ``from ... import`` within ``pipeline_src`` at any nesting level (modules import
-lazily inside functions), relative imports and ``from package import submodule`` included, and the
-``__init__`` of every package on the way (Python runs it). Each module enters as its path relative
-to ``pipeline_src`` and the dump of its syntax tree without comments and docstrings (the string
-opening a module, class or function): editing a comment or docstring reruns nothing, editing code
-reruns exactly the jobs whose closure holds that module. The dump depends on the Python version, so
-a new Python reruns everything. Each file is parsed once per process (again if it changes).
+the stage's CLI command imports, :data:`STAGE_COMMANDS`; for a task's figure, the module drawing it;
+both language figures share one digest), found by parsing (never importing) each module with
+:mod:`ast` and following every ``import`` and ``from ... import`` within ``pipeline_src`` at any
+nesting level (modules import lazily inside functions), relative imports and ``from package import
+submodule`` included, and the ``__init__`` of every package on the way (Python runs it). Each module
+enters as its path relative to ``pipeline_src`` and the dump of its syntax tree without comments and
+docstrings (the string opening a module, class or function): editing a comment or docstring reruns
+nothing, editing code reruns exactly the jobs whose closure holds that module. The dump depends on
+the Python version, so a new Python reruns everything. Each file is parsed once per process (again
+if it changes).
 
 Registries discover their members with :mod:`pkgutil`, which no static import names: a job's task
 module (``get_task(name).module``) and scheme modules (the scheme's ``code_modules``: its own, its encoding's and its transform's, where it
@@ -20,8 +21,8 @@ declares one) join its digest with their own closures. So editing one task's gen
 that task's jobs, and a task module importing another task's module depends on both.
 
 Not part of any digest, deliberately: the CLI (:data:`PLUMBING`; it only dispatches) and the
-bookkeeping plumbing (provenance records, status, verification, paths and this module), which
-record results without changing them.
+bookkeeping plumbing (provenance records, written and read in :mod:`pipeline_src.storage.provenance`,
+status, verification, paths and this module), which record results without changing them.
 """
 
 from __future__ import annotations
@@ -35,21 +36,39 @@ from ..storage.canonical import sha256_text
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 PACKAGE = "pipeline_src"
 
-# The modules each stage's CLI command imports (pipeline_src/cli.py; one command per rule).
+# The functions of pipeline_src/cli.py that run each stage's jobs (with the helpers they call): a
+# command per rule; ``lengthgen plot`` draws every figure.
+STAGE_COMMANDS = {
+    "data": ("generate",),
+    "train": ("train",),
+    "evaluate": ("evaluate",),
+    "figures": ("plot",),
+    "language_data": ("corpus",),
+    "language_train": ("lm_train",),
+    "language_eval": ("lm_eval", "influence"),
+    "language_figures": ("plot",),
+}
+# The modules that the plot command loads by name, as its figure's study names the function drawing
+# it (a task's figure: its task's, which entry_modules adds); tests/test_code_digest.py holds these
+# equal to the language study's.
+DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
+_PLOT = ("figures.mechanism", "figures.training", "figures.caption", "evaluation.findings",
+         "evaluation.mechanism_schema")
+# The modules those functions import, and those they load by name (tests/test_code_digest.py holds
+# them equal).
 STAGE_ENTRIES = {
-    "data": ("tasks", "storage.datasets"),  # generate
-    "train": ("training.train",),  # train
-    "evaluate": ("evaluation.evaluate",),  # evaluate
-    # plot: a task's figure and its companions (entry_modules), its caption's finding
-    "figures": ("figures.mechanism", "figures.training", "evaluation.findings"),
-    "language_data": ("language.token_stream",),  # corpus
-    "language_train": ("language.training",),  # lm-train
-    "language_eval": ("language.analysis",),  # lm-eval, influence
-    "language_figures": ("figures.figure4", "figures.language_pose", "evaluation.findings"),  # plot, as above
+    "data": ("tasks", "storage.datasets"),
+    "train": ("training.train", "checkpoints", "device"),
+    "evaluate": ("evaluation.evaluate", "checkpoints", "device"),
+    "figures": _PLOT,
+    "language_data": ("language.corpus", "language.token_stream", "language.tokenizer"),
+    "language_train": ("language.training", "training.train", "checkpoints", "device"),
+    "language_eval": ("language.analysis", "checkpoints", "device"),
+    "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
-PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.provenance", "bookkeeping.status",
-                      "bookkeeping.verify", "bookkeeping.paths", "bookkeeping.code_digest"})
+PLUMBING = frozenset({"cli", "cli_common", "cli_tools", "bookkeeping.records", "bookkeeping.status",
+                      "bookkeeping.verify", "bookkeeping.paths", "bookkeeping.code_digest", "storage.provenance"})
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:

@@ -23,7 +23,7 @@ from ..model_config import model_config
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
-from ..training.spec import drop_eager_compile
+from .train_block import drop_eager_compile
 
 
 class ConfigError(ValueError):

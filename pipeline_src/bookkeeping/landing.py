@@ -20,7 +20,8 @@ from pathlib import Path
 
 from . import paths
 from ..storage.canonical import canonical_json, config_hash
-from .provenance import add_values, code_version, library_versions, read_record
+from ..storage.provenance import add_values, read_record
+from .records import code_version, library_versions
 from .status import diff_fields, unfinished_cells
 from .study import Study
 

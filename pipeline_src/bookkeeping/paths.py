@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .provenance import sidecar_path
+from ..storage.provenance import sidecar_path
 
 RESULTS = "results"
 GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (pipeline_src/device.py)

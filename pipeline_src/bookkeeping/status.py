@@ -35,9 +35,9 @@ from pathlib import Path
 from . import jobs
 from . import paths
 from ..storage.canonical import config_hash
+from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from .code_digest import stage_digest
-from .provenance import flat_fields, read_record
 
 BASE_CONFIG = Path("config/config.yaml")
 STATES = ("done", "diverged", "stale", "missing")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..storage.canonical import sha256_file
-from .provenance import read_record, sidecar_path
+from ..storage.provenance import read_record, sidecar_path
 
 
 @dataclass

@@ -127,3 +127,10 @@ def cell_columns(frame: pl.DataFrame) -> list[str]:
     """The cell columns of accuracy rows ``frame`` (of one task or several): ``k``, ``length``, then
     the columns of its tasks beyond those every table has."""
     return [*KEY_COLUMNS, *(column for column in frame.columns if column not in COLUMNS)]
+
+
+def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
+    """The evaluation results of ``paths`` in one frame (each checked against its task's schema; a cell
+    column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
+    frame = pl.concat([read(p) for p in paths], how="diagonal")
+    return frame if metric is None else frame.filter(pl.col("metric") == metric)

@@ -60,7 +60,7 @@ from ..checkpoints import load_model, read_description
 from .decoding import greedy_decode
 from ..device import describe_device, inference_autocast, resolve_device
 from ..schemes import get_scheme
-from ..bookkeeping.provenance import build_record
+from ..bookkeeping.records import build_record
 from .stats import wilson_interval
 from ..tasks import get_task
 

@@ -52,7 +52,7 @@ def canonical(frame: pl.DataFrame) -> pl.DataFrame:
 def task_rows(spec: dict, tables: list[Path]) -> pl.DataFrame:
     """The rows of the task figure ``spec``'s runs (:func:`.seed_summary.configured`) in the accuracy
     tables ``tables``."""
-    from ..figures.common import read_accuracy
+    from .accuracy_schema import read_accuracy
     from .seed_summary import configured
 
     frame = read_accuracy(tables).rename({"accuracy": "value"})

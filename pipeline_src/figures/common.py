@@ -16,8 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from ..evaluation import accuracy_schema  # noqa: E402
-from ..bookkeeping.provenance import attach, build_record, upstream_values  # noqa: E402
+from ..bookkeeping.records import build_record  # noqa: E402
+from ..storage.provenance import attach, upstream_values  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
@@ -28,13 +28,6 @@ DPI = 150  # every PNG's resolution
 REPORT_WIDTH_PX = 1020
 MIN_TEXT_PX = 9  # the smallest text a figure may show, in px, at the size the report shows it
 MAX_COLUMNS = 3  # panels per row of a many-panel figure: 3 panels of about 3.5 in keep 8-pt text readable
-
-
-def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
-    """The evaluation results of ``paths`` in one frame (each checked against its task's schema; a cell
-    column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
-    frame = pl.concat([accuracy_schema.read(p) for p in paths], how="diagonal")
-    return frame if metric is None else frame.filter(pl.col("metric") == metric)
 
 
 def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from . import lines
-from .common import mean_over_seeds, note_diverged, read_accuracy, save_figure, suptitle
+from ..evaluation.accuracy_schema import read_accuracy
+from .common import mean_over_seeds, note_diverged, save_figure, suptitle
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:

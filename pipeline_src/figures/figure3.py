@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from . import lines
-from .common import grid_figure, note_diverged, read_accuracy, save_figure, suptitle
+from ..evaluation.accuracy_schema import read_accuracy
+from .common import grid_figure, note_diverged, save_figure, suptitle
 
 PANELS = (  # title, metric, runs (variant, scheme)
     ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),

@@ -18,7 +18,8 @@ import polars as pl
 
 from ..evaluation import accuracy_schema, mechanism_schema
 from . import lines
-from .common import grid_figure, note_diverged, read_accuracy, save_figure, suptitle
+from ..evaluation.accuracy_schema import read_accuracy
+from .common import grid_figure, note_diverged, save_figure, suptitle
 
 RUN = ["variant", "scheme", "seed"]
 

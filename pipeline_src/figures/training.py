@@ -18,9 +18,10 @@ import polars as pl
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation
 
-from ..bookkeeping.provenance import read_record
+from ..storage.provenance import read_record
 from . import lines
-from .common import diverged_cells, note_diverged, panel_grid, read_accuracy, save_figure, suptitle
+from ..evaluation.accuracy_schema import read_accuracy
+from .common import diverged_cells, note_diverged, panel_grid, save_figure, suptitle
 
 RUN = ("task", "variant", "scheme", "seed")  # what a log's provenance record names of its model
 # the log columns drawn, each with its axis label and scale (row by row)

@@ -35,7 +35,7 @@ from .targets import select_targets, target_contexts
 from ..checkpoints import load_model
 from ..device import describe_device, resolve_device
 from .schemas import LossByPositionSchema, TargetLossSchema
-from ..bookkeeping.provenance import build_record
+from ..bookkeeping.records import build_record
 from .token_stream import say_to_stderr as _say
 from .tokenizer import read_tokens
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..device_setting import device_setting
 from ..model_config import model_config
-from ..training.spec import drop_eager_compile
+from ..bookkeeping.train_block import drop_eager_compile
 
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"

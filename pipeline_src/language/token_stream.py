@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..bookkeeping.provenance import build_record, sidecar_path, write_sidecar
+from ..bookkeeping.records import build_record
+from ..storage.provenance import sidecar_path, write_sidecar
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
 from .tokenizer import encode_documents, load_tokenizer, save_tokenizer, train_tokenizer, write_tokens
 

@@ -124,7 +124,7 @@ def encode_documents(tokenizer: Tokenizer, documents: list[str], labels: list[st
 
 def write_tokens(frame: pl.DataFrame, path: str | Path, tokenizer: Tokenizer, record: dict) -> None:
     """Validate the token stream against the tokenizer's vocabulary and write it with ``record``
-    (from :func:`pipeline_src.bookkeeping.provenance.build_record`) as Parquet metadata and sidecar."""
+    (from :func:`pipeline_src.bookkeeping.records.build_record`) as Parquet metadata and sidecar."""
     datasets.write(frame, path, token_schema(tokenizer.get_vocab_size()), record)
 
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .scheme import Encoding, Scheme, identity_ids
+from .scheme import Encoding, ModelParams, Scheme, identity_ids
 
 if TYPE_CHECKING:
     from torch import nn
-
-    from ..model_config import ModelConfig
 
 
 class LearnedTable(Encoding):
@@ -20,7 +18,7 @@ class LearnedTable(Encoding):
 
     learned_table = True
 
-    def input_table(self, cfg: ModelConfig) -> nn.Embedding:
+    def input_table(self, cfg: ModelParams) -> nn.Embedding:
         from torch import nn
 
         return nn.Embedding(cfg.max_positions, cfg.d_model)

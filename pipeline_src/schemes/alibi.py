@@ -11,12 +11,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .scheme import Encoding, Scheme, identity_ids
+from .scheme import Encoding, ModelParams, Scheme, identity_ids
 
 if TYPE_CHECKING:
     import torch
-
-    from ..model_config import ModelConfig
 
 
 def alibi_slopes(n_head: int) -> list[float]:
@@ -32,7 +30,7 @@ def alibi_slopes(n_head: int) -> list[float]:
 class LinearBias(Encoding):
     """Adds -m_h * (query ID - key ID) to the attention scores of head h."""
 
-    def attention_bias(self, cfg: ModelConfig, query_ids: torch.Tensor, key_ids: torch.Tensor) -> torch.Tensor:
+    def attention_bias(self, cfg: ModelParams, query_ids: torch.Tensor, key_ids: torch.Tensor) -> torch.Tensor:
         import torch
 
         slopes = torch.tensor(alibi_slopes(cfg.n_head), dtype=torch.float32, device=query_ids.device)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Callable
 
-from .scheme import Encoding, Scheme, identity_ids
+from .scheme import Encoding, ModelParams, Scheme, identity_ids
 
 if TYPE_CHECKING:
     import torch
-
-    from ..model_config import ModelConfig
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -58,10 +56,10 @@ def rotary_tables(position_ids: torch.Tensor, rotary_dim: int, base: float) -> t
 class Rotary(Encoding):
     """Rotates queries and keys by their tokens' IDs (``rotary_pct`` of each head, base ``rotary_base``)."""
 
-    def check(self, cfg: ModelConfig) -> None:
+    def check(self, cfg: ModelParams) -> None:
         cfg.require(cfg.rotary_dim > 0, "rotary_pct", f"gives rotary_dim 0 for head_dim {cfg.head_dim} (need >= 2)")
 
-    def rotation(self, cfg: ModelConfig, position_ids: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    def rotation(self, cfg: ModelParams, position_ids: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
         cos, sin = rotary_tables(position_ids, cfg.rotary_dim, cfg.rotary_base)
         return functools.partial(apply_rotary, cos=cos, sin=sin)
 

@@ -11,13 +11,38 @@ inside the functions and methods that run it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar, Protocol
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from ..model_config import ModelConfig
+
+class ModelParams(Protocol):
+    """What an encoding reads of the decoder's hyper-parameters. They are a
+    :class:`pipeline_src.model_config.ModelConfig`, which stands above the schemes: it checks its
+    fields through their registry."""
+
+    @property
+    def d_model(self) -> int: ...
+
+    @property
+    def n_head(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def max_positions(self) -> int: ...
+
+    @property
+    def rotary_dim(self) -> int: ...
+
+    @property
+    def rotary_base(self) -> float: ...
+
+    def require(self, ok: bool, field: str, why: str) -> None:
+        """Raise the config's error naming ``field`` and its value unless ``ok``."""
 
 
 @dataclass(frozen=True)
@@ -37,20 +62,20 @@ class Encoding:
     reads_positions: ClassVar[bool] = True  # False: position IDs are ignored, not even checked
     learned_table: ClassVar[bool] = False  # True: IDs index a table of ModelConfig.max_positions rows
 
-    def check(self, cfg: ModelConfig) -> None:
+    def check(self, cfg: ModelParams) -> None:
         """Reject a config this encoding cannot work with, via ``cfg.require``."""
 
-    def input_table(self, cfg: ModelConfig) -> nn.Embedding | None:
+    def input_table(self, cfg: ModelParams) -> nn.Embedding | None:
         """The table whose row ``id`` is added to the embedding of a token at ``id``, or None."""
         return None
 
-    def rotation(self, cfg: ModelConfig,
+    def rotation(self, cfg: ModelParams,
                  position_ids: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor] | None:
         """A function rotating queries or keys [B, H, T, head_dim] of tokens at ``position_ids``
         [B, T], or None."""
         return None
 
-    def attention_bias(self, cfg: ModelConfig, query_ids: torch.Tensor,
+    def attention_bias(self, cfg: ModelParams, query_ids: torch.Tensor,
                        key_ids: torch.Tensor) -> torch.Tensor | None:
         """An additive bias [B, n_head, T_query, T_key] on the attention scores of queries at
         ``query_ids`` [B, T_query] for keys at ``key_ids`` [B, T_key], or None."""

@@ -1,1 +1,2 @@
-"""Files: atomic writes, canonical JSON and hashing, Parquet tables checked against their schema."""
+"""Files: atomic writes, canonical JSON and hashing, provenance records beside each artifact, Parquet
+tables checked against their schema. Imports nothing of the package outside this folder."""

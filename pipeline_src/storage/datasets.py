@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa_arrow
 
-from ..bookkeeping.provenance import attach, read_checked
 from .errors import library_failure, os_error
+from .provenance import attach, read_checked
 
 if TYPE_CHECKING:
     import pandera.polars as pa

@@ -42,13 +42,14 @@ from ..storage.atomic import check_writable, write_text
 from .optimizer import AdamW
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
+from ..storage.provenance import attach
 from ..checkpoints import CheckpointError, load_state, save_model, save_state
 from ..device import autocast, describe_device, held_gpu_slot, resolve_device, to_device
 from ..device_setting import RESUME_ANYWHERE_ENV
 from ..model import Decoder
 from ..model_config import model_config
 from ..schemes import get_scheme
-from ..bookkeeping.provenance import attach, build_record
+from ..bookkeeping.records import build_record
 from ..tasks import get_task
 
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,

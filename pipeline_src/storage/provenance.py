@@ -1,89 +1,28 @@
-"""Provenance of every artifact (SPEC 8): what produced it, from what, with which code.
+"""Provenance records as files (SPEC 8): each artifact's record of what produced it, from what,
+with which code, written with the artifact, read back, checked against it and traced upstream.
 
-Each artifact carries a *record*: the rule, the exact config subset (canonical JSON and hash), the
-seeds, the SHA-256 of every input file, the code version (git commit, dirty flag, package version,
-digest of the code the job ran: :mod:`.code_digest`) and library versions. The record goes into the artifact's own
-metadata where the format has some (Parquet key-value metadata, safetensors header) and always
-into a JSON sidecar ``<artifact>.prov.json`` that also holds the artifact's own hash.
+A record (made by :func:`pipeline_src.bookkeeping.records.build_record`) goes into the artifact's own
+metadata where the format has some (Parquet key-value metadata, safetensors header) and always into
+a JSON sidecar ``<artifact>.prov.json`` that also holds the artifact's own hash. A reader checks an
+input's bytes against that hash (:func:`read_checked`), and a record's inputs chain back to what
+they were made from (:func:`trace`).
 
-This module imports nothing heavy: the Snakefile imports it (through :mod:`.status`) at parse time.
+This module imports nothing heavy: the Snakefile imports it (through
+:mod:`pipeline_src.bookkeeping.status`) at parse time.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-import platform
-import subprocess
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
-from ..storage.atomic import replacing, write_text
-from ..storage.canonical import canonical_json, config_hash, sha256_file
-from .code_digest import PACKAGE_DIR, stage_digest
+from .atomic import replacing, write_text
+from .canonical import canonical_json, sha256_file
 
 PARQUET_KEY = "lengthgen.provenance"
 SIDECAR_SUFFIX = ".prov.json"
-LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
-             "tokenizers", "gensim")
-
-
-@functools.cache
-def code_version() -> dict:
-    """Git commit and dirty flag of the checkout holding this package, and the package version."""
-    from .. import __version__
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=PACKAGE_DIR, capture_output=True, text=True,
-                                  timeout=20, check=True)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit or "unknown", "git_dirty": bool(status) if commit else None,
-            "package_version": __version__}
-
-
-@functools.cache
-def library_versions() -> dict:
-    versions = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def flat_fields(value: dict, prefix: str = "") -> dict:
-    """A nested config as ``{"a.b": value}`` (an empty dict is a value)."""
-    flat = {}
-    for key, item in value.items():
-        name = f"{prefix}{key}"
-        flat.update(flat_fields(item, name + ".") if isinstance(item, dict) and item else {name: item})
-    return flat
-
-
-def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Path] | None = None,
-                 seeds: dict | None = None, task: str | None = None, scheme: str | None = None) -> dict:
-    """The provenance record of an artifact about to be written; its code digest is the job's, as the
-    workflow's code param computes it (``stage_digest(stage, task, scheme)``)."""
-    files = {role: {"path": str(path), "sha256": sha256_file(path)} for role, path in (inputs or {}).items()}
-    return {
-        "format": "lengthgen.provenance/1",
-        "rule": rule,
-        "config": json.loads(canonical_json(config)),
-        "config_hash": config_hash(config),
-        "seeds": seeds or {},
-        "inputs": files,
-        "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage, task, scheme)},
-        "libraries": library_versions(),
-    }
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -176,6 +115,15 @@ def trace(path: str | Path, _seen: dict | None = None) -> dict:
             node["upstream"][role] = trace(item["path"], seen)
     seen[key] = node
     return node
+
+
+def flat_fields(value: dict, prefix: str = "") -> dict:
+    """A nested config as ``{"a.b": value}`` (an empty dict is a value)."""
+    flat = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        flat.update(flat_fields(item, name + ".") if isinstance(item, dict) and item else {name: item})
+    return flat
 
 
 def add_values(fields: dict[str, list], config: dict) -> None:

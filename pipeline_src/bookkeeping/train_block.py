@@ -1,4 +1,5 @@
-"""What of a config's ``train`` block enters a training job's spec (torch-free: the workflow imports it)."""
+"""What of a config's ``train`` block enters a training job's spec, a task's (:mod:`.jobs`) or a language
+model's (:mod:`pipeline_src.language.config`); torch-free: the workflow imports it."""
 
 from __future__ import annotations
 
