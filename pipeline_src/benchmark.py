@@ -21,9 +21,10 @@ Three measurements on the current machine:
 All three run on ``device`` (``auto``: CUDA when present, as the pipeline's ``device`` setting), with
 training's bf16 autocast there (:func:`pipeline_src.device.autocast`); timings wait for the GPU.
 
-Besides: greedy decoding with the KV cache against a full forward per step (:func:`decode_benchmark`),
-and the batched influential-token analysis (:func:`influence_benchmark`; its comparison with the
-one-candidate-at-a-time reference is ``tests/bench_influence.py``, beside that reference).
+With ``compile``, our step runs through ``torch.compile`` as the training loop's ``train.compile``
+does (:func:`pipeline_src.training.train.compiled`: CUDA graphs on a GPU); the warm-up steps then
+include the compilation. The inference benchmarks (KV-cache decoding, the influential-token
+analysis) are :mod:`pipeline_src.inference_benchmarks`.
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ from pipeline_src.host_reads import step_profile
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.training.batches import TrainingBatch
 from pipeline_src.training.optimizer import AdamW
-from pipeline_src.training.train import make_optimizer, train_step
+from pipeline_src.training.train import compiled, make_optimizer, train_step
 
 VOCAB_SIZE = 16
 
 
-def _wait(device: torch.device) -> None:
+def wait_for(device: torch.device) -> None:
     """Wait for the work queued on ``device`` (CUDA runs asynchronously), so timings are honest."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -69,11 +70,11 @@ def matmul_rate(precision: str = "fp32", device: torch.device = torch.device("cp
         a = torch.randn(n, n, dtype=DTYPES[precision], device=device)
         b = torch.randn(n, n, dtype=DTYPES[precision], device=device)
         torch.matmul(a, b)
-        _wait(device)
+        wait_for(device)
         reps, start = 0, time.perf_counter()
         while True:
             torch.matmul(a, b)
-            _wait(device)
+            wait_for(device)
             reps += 1
             elapsed = time.perf_counter() - start
             if elapsed >= budget_s / 4 or reps >= 100:
@@ -112,14 +113,16 @@ def _generic_step(logits_fn, params, tokens, positions, targets, precision) -> C
     return step
 
 
-def _our_step(model: Decoder, tokens, positions, targets, precision) -> Callable[[], None]:
+def _our_step(model: Decoder, tokens, positions, targets, precision, compile: bool) -> Callable[[], None]:
     """The training loop's own step (:func:`pipeline_src.training.train.train_step`: loss, accuracy,
-    gradient clipping, AdamW) on a batch of full windows; its numbers stay on the device."""
+    gradient clipping, AdamW) on a batch of full windows, compiled as ``train.compile`` compiles it;
+    its numbers stay on the device."""
     opt = {"precision": precision, "grad_clip": 1.0, "lr": 1e-3, "betas": (0.9, 0.999), "weight_decay": 0.01}
     optimizer = make_optimizer(model, opt)
     ids = torch.cat((positions, positions[:, -1:] + 1), dim=1)  # the inputs' IDs, then the last target's
     batch = TrainingBatch.full_windows(tokens, ids, targets)
-    return lambda: train_step(model, optimizer, batch, ids, opt)
+    forward = compiled(model, tokens.device) if compile else None
+    return lambda: train_step(model, optimizer, batch, ids, opt, forward)
 
 
 def _tokens_per_s(step: Callable[[], None], tokens_per_step: int, steps: int, warmup: int,
@@ -128,11 +131,11 @@ def _tokens_per_s(step: Callable[[], None], tokens_per_step: int, steps: int, wa
     step's aten operations and host reads (:func:`pipeline_src.host_reads.step_profile`))."""
     for _ in range(warmup):
         step()
-    _wait(device)
+    wait_for(device)
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    _wait(device)
+    wait_for(device)
     rate = tokens_per_step * steps / (time.perf_counter() - start)
     return rate, step_profile(step)
 
@@ -157,7 +160,7 @@ def _build_hf(cfg: ModelConfig, seq_len: int):
 
 def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len: int = 64,
                   batch_size: int = 64, steps: int = 20, warmup: int = 3, threads: int | None = None,
-                  precision: str = "fp32", matmul_size: int = 2048, device: str = "auto",
+                  precision: str = "fp32", matmul_size: int = 2048, device: str = "auto", compile: bool = False,
                   say: Callable[[str], None] = _quiet) -> dict:
     """Measure the matmul rate in ``precision`` (square sizes up to ``matmul_size``) and training
     tokens/s (ours and, if available, Hugging Face's) on ``device`` (auto, cpu or cuda); ``say``
@@ -179,12 +182,12 @@ def run_benchmark(d_model: int = 128, n_layer: int = 4, n_head: int = 4, seq_len
     positions = torch.arange(seq_len).expand(batch_size, seq_len).to(device)
 
     model = Decoder(cfg).train().to(device)
-    say(f"ours: {warmup} warm-up and {steps} timed training steps")
-    ours, our_profile = _tokens_per_s(_our_step(model, tokens, positions, targets, precision), tokens.numel(),
-                                      steps, warmup, device)
+    say(f"ours{' compiled' if compile else ''}: {warmup} warm-up and {steps} timed training steps")
+    ours, our_profile = _tokens_per_s(_our_step(model, tokens, positions, targets, precision, compile),
+                                      tokens.numel(), steps, warmup, device)
     result = {
         "config": dict(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len, batch_size=batch_size,
-                       steps=steps, warmup=warmup, precision=precision, matmul_size=matmul_size),
+                       steps=steps, warmup=warmup, precision=precision, matmul_size=matmul_size, compile=compile),
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "device": describe_device(device),
@@ -247,7 +250,7 @@ def format_report(result: dict) -> str:
         f"{result['matmul_size']}^3 (square sizes from 128 up to at most {c['matmul_size']})",
         f"  FLOPs/token (6*N_nonembed + 6*n_layer*seq_len*d_model): {result['flops_per_token']:,}; "
         f"per step: {result['flops_per_step']:,}",
-        f"  ours: {result['tokens_per_s']:,.0f} tokens/s = {result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
+        f"  ours{' (torch.compile)' if c['compile'] else ''}: {result['tokens_per_s']:,.0f} tokens/s = {result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
         f"= {_of_matmul(result['fraction_of_matmul'], c['precision'])}; per step "
         f"{result['aten_ops_per_step']:,} aten operations, {result['host_reads_per_step']} host reads "
         "(the training loop reads its numbers once per log_every steps besides)",
@@ -262,137 +265,3 @@ def format_report(result: dict) -> str:
             f"  ratio ours/HF: {result['ratio_ours_over_hf']:.2f}x",
         ]
     return "\n".join(lines)
-
-
-
-def decode_benchmark(length: int = 500, batch_size: int = 16, d_model: int = 128, n_layer: int = 4,
-                     n_head: int = 4, threads: int | None = None, prompt_len: int = 8,
-                     device: str = "auto") -> dict:
-    """Time greedy decoding of ``length`` new tokens after a ``prompt_len``-token prompt,
-    with the KV cache and with the cache-free reference (a full forward per step).
-
-    Rotary model, sequential position ids; tokens/s counts generated tokens of the
-    whole batch. Also checks that both modes produced the same tokens. Runs on ``device`` (auto, cpu
-    or cuda; the model is made on the CPU and moved, so every device decodes the same model).
-    """
-    from pipeline_src.evaluation.decoding import greedy_decode
-
-    if threads is not None:
-        torch.set_num_threads(threads)
-    device = resolve_device(device)
-    total = prompt_len + length
-    cfg = ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
-                      position_encoding="rope", max_positions=max(total, 1024))
-    torch.manual_seed(0)
-    model = Decoder(cfg).eval().to(device)
-    prompt = torch.randint(0, VOCAB_SIZE, (batch_size, prompt_len)).to(device)
-    ids = torch.arange(total).expand(batch_size, total).to(device)
-
-    def timed(use_cache: bool, n: int):
-        _wait(device)
-        start = time.perf_counter()
-        with torch.no_grad():
-            out = greedy_decode(model, prompt, ids[:, :prompt_len], n,
-                                response_positions=ids[:, prompt_len:], use_cache=use_cache)
-        _wait(device)
-        return time.perf_counter() - start, out
-
-    for use_cache in (True, False):  # untimed warm-up
-        timed(use_cache, min(length, 8))
-    cached_s, cached = timed(True, length)
-    full_s, full = timed(False, length)
-    generated = batch_size * length
-    return {
-        "config": dict(length=length, batch_size=batch_size, d_model=d_model, n_layer=n_layer,
-                       n_head=n_head, prompt_len=prompt_len),
-        "torch_version": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "device": describe_device(device),
-        "n_params": model.num_parameters(),
-        "cached_seconds": cached_s,
-        "full_seconds": full_s,
-        "cached_tokens_per_s": generated / cached_s,
-        "full_tokens_per_s": generated / full_s,
-        "speedup": full_s / cached_s,
-        "identical": torch.equal(cached.tokens, full.tokens) and torch.equal(cached.positions, full.positions),
-    }
-
-
-def format_decode_report(result: dict) -> str:
-    """Readable multi-line summary of a :func:`decode_benchmark` result."""
-    c = result["config"]
-    return "\n".join([
-        f"Greedy decoding benchmark (fp32, torch {result['torch_version']}, {result['device']}, "
-        f"{result['threads']} threads)",
-        f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, "
-        f"{result['n_params']:,} params, rope",
-        f"  batch {c['batch_size']}, prompt {c['prompt_len']} tokens, {c['length']} new tokens per row",
-        f"  KV cache:        {result['cached_tokens_per_s']:,.0f} tokens/s ({result['cached_seconds']:.2f} s)",
-        f"  full re-forward: {result['full_tokens_per_s']:,.0f} tokens/s ({result['full_seconds']:.2f} s)",
-        f"  speed-up (cache / re-forward): {result['speedup']:.1f}x; identical outputs: {result['identical']}",
-    ])
-
-
-def influence_case(n_targets: int = 4, context: int = 128, local: int = 64, k_max: int = 4, d_model: int = 64,
-                   n_layer: int = 2, n_head: int = 4, batch_size: int = 64):
-    """The influence benchmark's analysis: (cfg, targets, model). Greedy selection over ``n_targets``
-    targets, one from each of as many random documents, and a randomly initialised rotary Decoder
-    (seeded: the same arguments give the same case)."""
-    import numpy as np
-    import polars as pl
-
-    from pipeline_src.language.influence_table import InfluenceConfig
-    from pipeline_src.language.targets import select_targets
-
-    cfg = InfluenceConfig(context=context, local=local, k_max=k_max, n_targets=n_targets, batch_size=batch_size)
-    rng = np.random.default_rng(0)
-    stream = pl.DataFrame({
-        "doc": pl.Series(range(n_targets), dtype=pl.Int64),
-        "split": pl.Series(["heldout"] * n_targets, dtype=pl.String),
-        # context + 1 tokens: one target per document (the other-document baseline needs 2)
-        "tokens": pl.Series([rng.integers(0, VOCAB_SIZE, context + 1).tolist() for _ in range(n_targets)],
-                            dtype=pl.List(pl.Int32)),
-    })
-    torch.manual_seed(0)
-    model = Decoder(ModelConfig(vocab_size=VOCAB_SIZE, d_model=d_model, n_layer=n_layer, n_head=n_head,
-                                position_encoding="rope", max_positions=max(context, 1024))).eval()
-    return cfg, select_targets(stream, cfg), model
-
-
-def influence_benchmark(n_targets: int = 4, context: int = 128, local: int = 64, k_max: int = 4,
-                        d_model: int = 64, n_layer: int = 2, n_head: int = 4, batch_size: int = 64,
-                        threads: int | None = None, device: str = "auto") -> dict:
-    """Time the batched influential-token analysis (SPEC 6) of :func:`influence_case` on ``device``,
-    after an untimed warm-up on two targets; ``chosen`` holds the far tokens it chose."""
-    from pipeline_src.language.influence import influential_tokens
-
-    if threads is not None:
-        torch.set_num_threads(threads)
-    device = resolve_device(device)
-    cfg, targets, model = influence_case(n_targets, context, local, k_max, d_model, n_layer, n_head, batch_size)
-    influential_tokens(model, targets.head(2), cfg, device=device, progress=None)  # untimed warm-up
-    start = time.perf_counter()
-    batched = influential_tokens(model, targets, cfg, device=device, progress=None)
-    batched_s = time.perf_counter() - start  # its losses come back to the host: nothing left queued
-    return {
-        "config": dict(n_targets=n_targets, context=context, local=local, k_max=k_max, d_model=d_model,
-                       n_layer=n_layer, n_head=n_head, batch_size=batch_size),
-        "threads": torch.get_num_threads(),
-        "device": describe_device(device),
-        "batched_seconds": batched_s,
-        "targets_per_s": n_targets / batched_s,
-        "chosen": batched["chosen"].to_list(),
-    }
-
-
-def format_influence_report(result: dict) -> str:
-    """Readable multi-line summary of an :func:`influence_benchmark` result."""
-    c = result["config"]
-    return "\n".join([
-        f"Influential-token analysis benchmark (greedy, torch {torch.__version__}, {result['device']}, "
-        f"{result['threads']} threads)",
-        f"  model: d_model={c['d_model']} n_layer={c['n_layer']} n_head={c['n_head']} vocab={VOCAB_SIZE}, rope",
-        f"  {c['n_targets']} targets, Lbar={c['context']}, L={c['local']}, k_max={c['k_max']}, "
-        f"batch {c['batch_size']}",
-        f"  batched: {result['batched_seconds']:.2f} s ({result['targets_per_s']:.2f} targets/s)",
-    ])

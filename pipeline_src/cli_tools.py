@@ -223,19 +223,23 @@ def _verify(artifact: Path) -> None:
 @click.option("--seq-len", default=64, show_default=True)
 @click.option("--batch-size", default=64, show_default=True)
 @click.option("--steps", default=20, show_default=True)
+@click.option("--compile", "compile_step", is_flag=True,
+              help="Our step through torch.compile, as train.compile trains (CUDA graphs on a GPU); 10 "
+                   "warm-up steps instead of 3, the compilation among them.")
 @click.option("--decode", is_flag=True,
               help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
 @click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
 @click.option("--influence", "influence_targets", type=click.IntRange(min=2), default=None,
               help="Instead: the batched influential-token analysis of this many targets (Lbar 128, "
                    "L 64, k_max 4; at least 2: a baseline takes another document's tokens).")
-def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, decode,
-              decode_length, influence_targets) -> None:
+def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, compile_step,
+              decode, decode_length, influence_targets) -> None:
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
     --influence N, the time of the batched influential-token analysis of N targets."""
-    from .benchmark import (decode_benchmark, format_decode_report, format_influence_report, format_report,
-                            influence_benchmark, run_benchmark)
+    from .benchmark import format_report, run_benchmark
+    from .inference_benchmarks import (decode_benchmark, format_decode_report, format_influence_report,
+                                       influence_benchmark)
 
     if influence_targets is not None:
         click.echo(format_influence_report(influence_benchmark(
@@ -250,7 +254,8 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     with _model_job_errors():
         result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
                                batch_size=batch_size, steps=steps, threads=threads, precision=precision,
-                               device=device, say=lambda line: click.echo(line, err=True))
+                               device=device, compile=compile_step, warmup=10 if compile_step else 3,
+                               say=lambda line: click.echo(line, err=True))
     click.echo(format_report(result))
 
 

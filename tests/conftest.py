@@ -66,3 +66,23 @@ def private_copy(built, tmp_path, monkeypatch, name: str):
     shutil.copytree(built, folder)
     monkeypatch.chdir(folder)
     return folder
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    """A failing test names itself as it fails, not only in the closing summary, so a run stopped at
+    a time limit (CI's cap, the GPU kit's suite step) still says what failed. With pytest-xdist the
+    controller prints it; workers have no terminal."""
+    if not report.failed:
+        return
+    reporter = _PYTEST_CONFIG[0].pluginmanager.get_plugin("terminalreporter") if _PYTEST_CONFIG else None
+    if reporter is not None and not hasattr(_PYTEST_CONFIG[0], "workerinput"):
+        reporter.write("\n")
+        reporter.write_line(f"FAILED {report.nodeid} ({report.when})", red=True)
+
+
+_PYTEST_CONFIG: list = []
+
+
+def pytest_configure(config):
+    _PYTEST_CONFIG[:] = [config]

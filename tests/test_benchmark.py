@@ -95,3 +95,21 @@ def test_training_benchmark_names_its_device_and_refuses_cuda_without_a_gpu():
     done = CliRunner().invoke(main, ["benchmark", "--device", "cuda", "--d-model", "16", "--n-layer", "1",
                                      "--n-head", "2"])
     assert done.exit_code != 0 and "CUDA is not available" in done.output
+
+
+def test_the_compiled_step_is_timed_and_named(monkeypatch):
+    """--compile times our step through train.compile's torch.compile (here its cheap aot_eager
+    backend; inductor on a real run), and the report says so."""
+    from pipeline_src.training import train
+
+    monkeypatch.setattr(train, "COMPILE_BACKEND", "aot_eager")
+    calls = []
+    real = train.compiled
+    monkeypatch.setattr("pipeline_src.benchmark.compiled", lambda model, device: calls.append(device) or real(model, device))
+    result = run_benchmark(d_model=16, n_layer=1, n_head=2, seq_len=8, batch_size=2, steps=1, warmup=1,
+                           matmul_size=128, device="cpu", compile=True)
+    assert calls == [torch.device("cpu")] and result["config"]["compile"] and result["tokens_per_s"] > 0
+    assert "ours (torch.compile): " in format_report(result)
+    plain = run_benchmark(d_model=16, n_layer=1, n_head=2, seq_len=8, batch_size=2, steps=1, warmup=0,
+                          matmul_size=128, device="cpu")
+    assert "ours: " in format_report(plain) and not plain["config"]["compile"]

@@ -200,8 +200,8 @@ def test_errors_in_defaults_name_the_defaults_field():
         studies.validate(raw)
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     del raw["defaults"]["train"]["steps"]
-    with pytest.raises(jobs.ConfigError, match=r"[a-z_]+\.train: 'steps' is a required property \(write it in the "
-                                               r"task's section or in defaults\)"):
+    with pytest.raises(jobs.ConfigError, match=r"([a-z_]+)\.train: 'steps' is a required property \(write it in the "
+                                               r"\1 section or in defaults\)"):
         studies.validate(raw)
 
 

@@ -105,9 +105,11 @@ def test_schema_accepts_the_shipped_values_and_rejects_others_naming_the_field()
 
 
 def test_paper_config_trains_and_evaluates_in_bf16():
-    for task in ("sparse_parity", "parity_scratchpad", "variable_assignment", "sparse_parity_scratchpad",
-                 "language"):
-        assert PAPER[task]["train"]["precision"] == "bf16", task
+    from pipeline_src import studies
+
+    paper = studies.load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
+    for task in [*jobs.tasks(paper), "language"]:
+        assert paper[task]["train"]["precision"] == "bf16", task
 
 
 def test_device_enters_every_model_job_spec_and_no_other():

@@ -12,7 +12,6 @@ import jsonschema
 import polars as pl
 import pytest
 import torch
-import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
@@ -44,7 +43,8 @@ def merged(base: dict, override: dict) -> dict:
 
 
 DEFAULT = default_config()
-SMOKE = merged(DEFAULT, yaml.safe_load((REPO / "config" / "smoke.yaml").read_text()))
+SMOKE = studies.load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
+PAPER = studies.load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
 SCHEMA = config_schema()
 
 
@@ -86,7 +86,7 @@ def stream(tmp_path_factory):
 # --- config ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("config", [DEFAULT, SMOKE, merged(DEFAULT, yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))],
+@pytest.mark.parametrize("config", [DEFAULT, SMOKE, PAPER],
                          ids=["default", "smoke", "paper"])
 def test_shipped_configs_pass_schema_and_checks(config):
     jsonschema.validate(config, SCHEMA)

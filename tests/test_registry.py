@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from pipeline_src import studies
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.tasks import TASKS
@@ -51,7 +52,7 @@ def test_figures_and_captions_come_from_the_tasks():
     assert jobs.FIGURE_TASK == {task.figure.name: name for name, task in TASKS.items()}
     for task in TASKS.values():
         assert (REPO / "workflow" / "report" / f"{task.figure.name}.rst").is_file(), task.name
-        assert callable(task.figure.plot_function())
+        assert callable(studies.study_of(task.figure.name).draw(task.figure.name))
 
 
 def test_shipped_configs_run_every_task():

@@ -44,7 +44,8 @@ def make_cell(config: dict, cell: dict) -> None:
     run_job("train", "--spec", canonical_json(training.spec), "--train-data", train_data.artifact,
             "--out-dir", model_dir)
     run_job("evaluate", "--spec", canonical_json(evaluation.spec), "--model-dir", model_dir,
-            "--eval-data", eval_data.artifact, "--out", evaluation.artifact)
+            "--eval-data", eval_data.artifact, "--out", evaluation.artifact,
+            "--mechanism-dir", str(Path(evaluation.outputs[1]).parent))
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +137,17 @@ def test_remade_model_or_missing_output_makes_the_cell_stale(workdir):
     (model_dir / "summary.json").unlink()
     note = status_rows("config/tiny.yaml")[0]["note"]
     assert note.split("; ") == [f"train: {model_dir / 'summary.json'} missing", "model remade after evaluate"]
+
+
+def test_a_lost_mechanism_table_makes_the_cell_stale(workdir):
+    """The evaluation job writes the accuracy table and the mechanism tables: Snakemake reruns it when
+    either is lost, and the status says so."""
+    from pipeline_src.bookkeeping import paths
+
+    cell = {"task": "sparse_parity", "scheme": "rope_pose", "variant": "k2", "seed": 0}
+    table = Path(paths.mechanism_tables(**cell)["attention"])
+    table.unlink()
+    assert status_rows("config/tiny.yaml")[0]["note"] == f"evaluate: {table} missing"
 
 
 def test_a_diverged_cell_and_a_failed_training_are_named(workdir):

@@ -23,6 +23,7 @@ from ..model_config import model_config
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
+from .schema import ConfigSchemaError, defaults_taken, validate as validate_schema
 from .train_block import drop_eager_compile
 
 
@@ -150,27 +151,51 @@ def figure_spec(config: dict, figure: str) -> dict:
 
 
 def complete(config: dict) -> None:
-    """A loaded config made whole, in place: each task section merged over ``defaults``
-    (:func:`merge_defaults`) and the JSON schema's check (:mod:`.schema`, filling its defaults). The
-    cross-field checks are each study's (:func:`pipeline_src.studies.validate` runs both)."""
-    from .schema import ConfigSchemaError, validate as validate_schema
-
+    """A loaded config made whole, in place: the sections that take ``defaults``
+    (:func:`.schema.defaults_taken`) merged over them (:func:`merge_defaults`) and the JSON schema's
+    check (:mod:`.schema`, filling its defaults). The cross-field checks are each study's
+    (:func:`pipeline_src.studies.validate` runs both)."""
+    merged = defaults_taken()
     try:
-        validate_schema(config, sections=False)
+        validate_schema(config, merged, before_merge=True)
         merge_defaults(config)
-        validate_schema(config)
+        validate_schema(config, merged)
     except ConfigSchemaError as err:
         raise ConfigError(str(err)) from None
 
 
+def merge_layers(layers: list[dict]) -> dict:
+    """The config of ``layers`` (config/config.yaml, each ``--configfile``, the ``--config`` values),
+    merged in order as Snakemake merges them (nested keys one by one, lists and values replaced),
+    except that a layer's ``defaults`` also go over the sections that the layers before it set and
+    that take defaults (:func:`.schema.defaults_taken`). So an override file's ``defaults`` reach every
+    task (and the language model) whatever config/config.yaml's sections set, and its own sections
+    still beat them."""
+    config: dict = {}
+    for layer in layers:
+        defaults = layer.get("defaults")
+        if isinstance(defaults, dict):
+            for section, blocks in defaults_taken().items():
+                if isinstance(config.get(section), dict):
+                    config[section] = _merged(config[section], _taken(defaults, blocks))
+        config = _merged(config, layer)
+    return config
+
+
 def merge_defaults(config: dict) -> None:
-    """Replace each task section of ``config`` by ``defaults`` with the section merged over it: nested
-    keys one by one, lists and values replaced whole (as Snakemake merges a ``--configfile``). Only
-    the merged sections reach the job specs, so where a value is written changes nothing."""
+    """Replace each section of ``config`` that takes ``defaults`` (:func:`.schema.defaults_taken`) by
+    the blocks of ``defaults`` it takes with the section merged over them: nested keys one by one,
+    lists and values replaced whole (as Snakemake merges a ``--configfile``). Only the merged sections
+    reach the job specs, so where a value is written changes nothing."""
     defaults = config.get("defaults") or {}
-    for task in TASKS:
-        if isinstance(config.get(task), dict):
-            config[task] = _merged(defaults, config[task])
+    for section, blocks in defaults_taken().items():
+        if isinstance(config.get(section), dict):
+            config[section] = _merged(_taken(defaults, blocks), config[section])
+
+
+def _taken(defaults: dict, blocks: tuple[str, ...] | None) -> dict:
+    """The part of ``defaults`` a section takes: ``blocks`` of it, or all of it when None."""
+    return defaults if blocks is None else {block: defaults[block] for block in blocks if block in defaults}
 
 
 def _merged(base: dict, override: dict) -> dict:
@@ -211,16 +236,13 @@ def _check_path_names(config: dict, task: str) -> None:
 
 
 def _check_task(config: dict, task: str) -> None:
-    section, layout = config[task], get_task(task).layout
-    if not layout.by_k_train:
-        for variant in section["runs"]:
-            if variant not in layout.variants:
-                raise ConfigError(f"{task}.runs names variant {variant!r}; {task} has {list(layout.variants)}")
-    if get_task(task).check_section is not None:
-        try:
-            get_task(task).check_section(section)
-        except ValueError as err:
-            raise ConfigError(f"{task}.{err}") from None
+    section, declared = config[task], get_task(task)
+    try:
+        declared.layout.check_variants(section)
+        if declared.check_section is not None:
+            declared.check_section(section)
+    except ValueError as err:
+        raise ConfigError(f"{task}.{err}") from None
     for variant in variants(config, task):
         _check_eval_grid(config, task, variant)
     for cell in cells(config, task):

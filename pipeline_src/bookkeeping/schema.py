@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Collection
 from pathlib import Path
 
 SCHEMA_FILE = Path(__file__).with_name("config.schema.yaml")
@@ -33,12 +34,7 @@ def _schema() -> dict:
     defs["scheme"] = {"enum": list(SCHEMES)}
     schema["properties"]["tasks"]["items"]["enum"] = list(TASKS)
     for name, task in TASKS.items():
-        section = copy.deepcopy(defs["k_task" if task.layout.by_k_train else "n_task"])
-        section["description"] = task.summary
-        section["properties"]["data"] = task.layout.data_schema
-        if not task.layout.by_k_train:
-            section["properties"]["runs"]["propertyNames"] = {"enum": list(task.layout.variants)}
-        schema["properties"][name] = section
+        schema["properties"][name] = {**task.layout.section_schema(defs), "description": task.summary}
     schema["properties"]["defaults"] = _defaults_schema(defs)
     return schema
 
@@ -76,6 +72,22 @@ def config_schema() -> dict:
     return copy.deepcopy(_schema())
 
 
+def defaults_taken() -> dict[str, tuple[str, ...] | None]:
+    """The config sections merged over ``defaults``, each with the blocks of ``defaults`` it takes
+    (None: all of them): every task's section whole, and each section whose schema names the blocks
+    in ``x-takes-defaults`` (the language section's model and train)."""
+    from ..tasks import TASKS
+
+    schema = _schema()
+    taken: dict[str, tuple[str, ...] | None] = {task: None for task in TASKS}
+    for name, section in schema["properties"].items():
+        ref = section.get("$ref", "")
+        section = schema["$defs"][ref.rsplit("/", 1)[1]] if ref.startswith("#/$defs/") else section
+        if "x-takes-defaults" in section:
+            taken[name] = tuple(section["x-takes-defaults"])
+    return taken
+
+
 def field_name(path) -> str:
     """``("sparse_parity", "schemes", 1)`` -> ``sparse_parity.schemes[1]``."""
     name = ""
@@ -84,21 +96,19 @@ def field_name(path) -> str:
     return name or "the config"
 
 
-def validate(config: dict, sections: bool = True) -> None:
+def validate(config: dict, merged: Collection[str] = (), before_merge: bool = False) -> None:
     """Check ``config`` against :func:`config_schema`, filling in defaults (in place); raise
-    :class:`ConfigSchemaError` naming the first field at fault. ``sections=False`` leaves the task
-    sections out (before they are merged over ``defaults`` they may be incomplete)."""
+    :class:`ConfigSchemaError` naming the first field at fault. ``merged``: the sections merged over
+    ``defaults``; ``before_merge`` leaves them out (they may be incomplete until then)."""
     import jsonschema
 
-    from ..tasks import TASKS
-
-    if not sections:
-        config = {key: value for key, value in config.items() if key not in TASKS}
+    if before_merge:
+        config = {key: value for key, value in config.items() if key not in merged}
     error = jsonschema.exceptions.best_match(_validator().iter_errors(config))
     if error is not None:
         hint = ""
-        if error.validator == "required" and error.absolute_path and error.absolute_path[0] in TASKS:
-            hint = " (write it in the task's section or in defaults)"
+        if error.validator == "required" and error.absolute_path and error.absolute_path[0] in merged:
+            hint = f" (write it in the {error.absolute_path[0]} section or in defaults)"
         raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}{hint}")
 
 

@@ -50,22 +50,36 @@ class StatusError(ValueError):
 # --- the config, loaded like Snakemake ---
 
 
-def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> tuple[dict, list[Path]]:
-    """``base`` deep-merged with each of ``configfiles`` in order (Snakemake's ``update_config``:
-    nested keys merge, lists are replaced), unchecked, and the files read. ``base`` may be absent
-    when config files are given, as with Snakemake. Invalid YAML is an error naming the file, line
-    and column. :func:`pipeline_src.studies.load_config` checks what this reads."""
-    from snakemake.utils import update_config
+def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
+    """:func:`read_config` with the schema checked and the defaults filled in
+    (:func:`pipeline_src.bookkeeping.jobs.complete`), under the name the GPU kit's paper step imports
+    (see :mod:`pipeline_src.bookkeeping.config`). The pipeline's own, whole check adds each study's
+    checks: :func:`pipeline_src.studies.load_config`."""
+    config, files = read_config(configfiles, base)
+    try:
+        jobs.complete(config)
+    except jobs.ConfigError as err:
+        raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
+    return config
 
+
+def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path | None = BASE_CONFIG,
+                command_line: dict | None = None) -> tuple[dict, list[Path]]:
+    """``base``, each of ``configfiles`` and the ``--config`` values ``command_line``, in that order,
+    merged by :func:`pipeline_src.bookkeeping.jobs.merge_layers` (Snakemake's merge, with each
+    layer's ``defaults`` over the sections before it that take them), unchecked, and the files read.
+    ``base`` may be absent when config files are given, as with Snakemake, or None (Snakemake's
+    ``--replace-workflow-config``). Invalid YAML is an error naming the file, line and column.
+    :func:`pipeline_src.studies.load_config` checks what this reads."""
     files = [Path(f) for f in configfiles]
-    if Path(base).is_file() or not files:
+    if base is not None and (Path(base).is_file() or not files):
         files.insert(0, Path(base))
-    config: dict = {}
+    layers = []
     for path in files:
         if not path.is_file():
             raise StatusError(f"{path}: config file not found (run from the pipeline's working directory)")
-        update_config(config, _read_config_file(path))
-    return config, files
+        layers.append(_read_config_file(path))
+    return jobs.merge_layers([*layers, command_line or {}]), files
 
 
 def _read_config_file(path: Path) -> dict:
@@ -110,7 +124,9 @@ class Job:
 
 
 def cell_jobs(config: dict, cell: dict) -> list[Job]:
-    """The jobs of ``cell``, upstream first, with the paths of ``workflow/rules``."""
+    """The jobs of ``cell``, upstream first, with the paths of ``workflow/rules``: the one description
+    of a cell's job chain in Python (``lengthgen status``, provenance checks and the files each task
+    figure is made from follow it)."""
     task, variant, scheme = cell["task"], cell["variant"], cell["scheme"]
     train_data = paths.train_data(task=task, variant=variant)
     eval_data = paths.eval_data(task=task, evalset=jobs.eval_data_name(task, variant))
@@ -122,7 +138,8 @@ def cell_jobs(config: dict, cell: dict) -> list[Job]:
         Job("train", "train", tuple(model.values()),
             jobs.train_spec(config, task, variant, scheme, cell["seed"]), "train",
             stage_digest("train", task, scheme), {"train_data": train_data}),
-        Job("evaluate", "evaluate", (paths.accuracy(**cell),), jobs.eval_spec(config, task),
+        Job("evaluate", "evaluate", (paths.accuracy(**cell), *paths.mechanism_tables(**cell).values()),
+            jobs.eval_spec(config, task),
             "evaluate", stage_digest("evaluate", task, scheme), {"model": model["model"], "eval_data": eval_data}),
     ]
 

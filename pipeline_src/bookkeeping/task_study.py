@@ -50,14 +50,8 @@ class TaskStudy(Study):
         return [paths.accuracy(**cell) for cell in jobs.cells(config, jobs.FIGURE_TASK[figure])]
 
     def made_from(self, config: dict, figure: str) -> list[str]:
-        task = jobs.FIGURE_TASK[figure]
-        files: dict[str, None] = {}
-        for cell in jobs.cells(config, task):
-            files[paths.accuracy(**cell)] = None
-            files.update(dict.fromkeys(paths.mechanism_tables(**cell).values()))
-            files[paths.train_data(task=task, variant=cell["variant"])] = None
-            files[paths.eval_data(task=task, evalset=jobs.eval_data_name(task, cell["variant"]))] = None
-            files.update(dict.fromkeys(paths.train_outputs(**cell).values()))
+        files = {path: None for cell in jobs.cells(config, jobs.FIGURE_TASK[figure])
+                 for job in cell_jobs(config, cell) for path in job.outputs}
         return list(files)
 
     def upstream_specs(self, config: dict, figure: str) -> dict[str, list[dict]]:

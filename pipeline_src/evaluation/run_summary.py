@@ -23,10 +23,11 @@ from pathlib import Path
 
 import polars as pl
 
+from ..language.config import LANGUAGE  # the task label of Figure 4's rows: the language study's name
+
 SCHEMA = {"task": pl.String, "variant": pl.String, "scheme": pl.String, "seed": pl.Int64, "k": pl.Int32,
           "length": pl.Int32, "metric": pl.String, "value": pl.Float64}
 ORDER = ["task", "variant", "scheme", "seed", "k", "length", "metric"]  # rows sorted so: a rewrite is byte-identical
-LANGUAGE = "language"
 OWN, OTHER = "own", "other"
 GAIN_COLUMNS = {OWN: "sparse_loss", OTHER: "other_loss"}  # the influence table's loss column of each
 GAIN_METRICS = ("n_targets", "median", "ci_low", "ci_high")

@@ -9,8 +9,8 @@ derived from these declarations. Kept free of heavy imports: the Snakefile reads
 
 from __future__ import annotations
 
+import copy
 import functools
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -38,6 +38,22 @@ class Layout:
     eval_data_fields: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
     variant_params: Callable[[str], dict] | None = None
+
+    def section_schema(self, defs: dict) -> dict:
+        """The JSON schema of the task's config section, from the config schema's shared shapes
+        ``defs``: a K_train task's (``k_task``) or one of named runs (``n_task``, its runs limited to
+        ``variants``), with the task's own ``data`` block (a fresh copy)."""
+        section = copy.deepcopy(defs["k_task" if self.by_k_train else "n_task"])
+        section["properties"]["data"] = copy.deepcopy(self.data_schema)
+        if not self.by_k_train:
+            section["properties"]["runs"]["propertyNames"] = {"enum": list(self.variants)}
+        return section
+
+    def check_variants(self, section: dict) -> None:
+        """A ValueError naming the field when ``section`` names a variant the task does not have."""
+        for variant in ([] if self.by_k_train else section["runs"]):
+            if variant not in self.variants:
+                raise ValueError(f"runs names variant {variant!r}; the task has {list(self.variants)}")
 
     def variants_of(self, section: dict) -> dict[str, list[str]]:
         """Every training variant of the task's config ``section``, with the schemes trained on it."""
@@ -91,10 +107,6 @@ class Figure:
 
     name: str
     draw: str
-
-    def plot_function(self) -> Callable:
-        module, _, function = self.draw.partition(":")
-        return getattr(importlib.import_module(module), function)
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,19 @@ from pipeline_src.language import config as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.bookkeeping.code_digest import stage_digest
 from pipeline_src.bookkeeping.landing import LandingPage
+from pipeline_src.bookkeeping.status import BASE_CONFIG, StatusError, read_config
 
-# The schema (assembled from the task and scheme registries, defaults filled in) and every study's
-# cross-field checks; one line naming the field on failure.
+# The config as Snakemake merged it (config/config.yaml, each --configfile, --config), but with each
+# layer's `defaults` over the task sections before it (jobs.merge_layers): a --configfile's defaults
+# reach every task. Then the schema (assembled from the task and scheme registries, defaults filled
+# in) and every study's cross-field checks; one line naming the field on failure.
 try:
+    layered, _ = read_config(workflow.config_settings.configfiles, command_line=dict(workflow.config_settings.config),
+                             base=None if workflow.config_settings.replace_workflow_config else BASE_CONFIG)
+    config.clear()
+    config.update(layered)
     studies.validate(config)
-except jobs.ConfigError as err:
+except (jobs.ConfigError, StatusError) as err:
     raise WorkflowError(f"invalid config: {err}")
 
 

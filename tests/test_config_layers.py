@@ -1,0 +1,67 @@
+"""Config layers: config/config.yaml, each --configfile, then --config. A layer's ``defaults`` go over
+the sections of the layers before it (every task's, and the language section's model and train), so
+an override file writes a setting for every task once; its own sections still beat its defaults. The
+Snakefile and the CLI read layers the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import yaml
+
+from pipeline_src import studies
+from pipeline_src.bookkeeping import jobs
+from tests.test_workflow import REPO, copy_workflow
+
+OVERRIDE = {
+    "defaults": {"model": {"d_model": 48}, "train": {"steps": 7}, "figure": {"x_scale": "log"}},
+    "addition": {"train": {"steps": 9}},
+}
+
+
+def test_a_later_layers_defaults_beat_earlier_sections_and_lose_to_its_own():
+    base = {"defaults": {"model": {"d_model": 64, "n_layer": 2}},
+            "addition": {"model": {"d_model": 256}}, "language": {"model": {"d_model": 128}, "figure": {"n_boot": 5}}}
+    merged = jobs.merge_layers([base, OVERRIDE, {"addition": {"model": {"n_layer": 3}}}])
+    assert merged["addition"]["model"] == {"d_model": 48, "n_layer": 3}
+    assert merged["addition"]["train"] == {"steps": 9}
+    assert merged["language"]["model"] == {"d_model": 48} and merged["language"]["train"] == {"steps": 7}
+    assert merged["language"]["figure"] == {"n_boot": 5}, "the language section takes only model and train"
+    # one layer alone: its sections beat its defaults, as before layers
+    assert jobs.merge_layers([base]) == base
+
+
+def test_an_override_files_defaults_reach_every_task_and_the_language_model(tmp_path):
+    override = tmp_path / "override.yaml"
+    override.write_text(yaml.safe_dump(OVERRIDE))
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert base["addition"]["model"]["d_model"] != 48 and base["variable_assignment"]["model"]["d_model"] != 48
+    config = studies.load_config([override], base=REPO / "config" / "config.yaml")
+    for task in jobs.tasks(config):
+        assert config[task]["model"]["d_model"] == 48, task
+        assert config[task]["train"]["steps"] == (9 if task == "addition" else 7), task
+        assert config[task]["figure"]["x_scale"] == "log", task
+    assert config["language"]["model"]["d_model"] == 48 and config["language"]["train"]["steps"] == 7
+    # what the base config's sections set and the override leaves alone stays
+    assert config["addition"]["model"]["d_mlp"] == base["addition"]["model"]["d_mlp"]
+    assert config["language"]["train"]["betas"] == base["language"]["train"]["betas"]
+
+
+def test_the_snakefile_layers_the_config_as_the_cli_does(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    (workdir / "config" / "override.yaml").write_text(yaml.safe_dump(OVERRIDE))
+    done = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "figure1", "--configfile",
+         "config/override.yaml", "--config", "device=cpu"],
+        cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    specs = [json.loads(found) for found in re.findall(r"lengthgen train --rule train --spec '([^']*)'", done.stdout)]
+    config = studies.load_config([workdir / "config" / "override.yaml"], base=workdir / "config" / "config.yaml")
+    assert specs and all(spec["model"]["d_model"] == 48 and spec["train"]["steps"] == 7 for spec in specs)
+    assert all(spec["device"] == "cpu" for spec in specs), "--config is the last layer"
+    expected = {json.dumps(jobs.train_spec({**config, "device": "cpu"}, c["task"], c["variant"], c["scheme"], c["seed"]),
+                           sort_keys=True) for c in jobs.cells(config, "sparse_parity")}
+    assert {json.dumps(spec, sort_keys=True) for spec in specs} == expected
