@@ -227,3 +227,34 @@ def test_notes_are_cut_to_the_terminal_width_unless_wide(workdir):
     assert all(len(line) <= 70 for line in table) and any(line.endswith("...") for line in table)
     wide = CliRunner().invoke(main, [*args, "--wide"], env={"COLUMNS": "70"})
     assert "train.steps: 12 -> 9" in wide.output and "--wide" not in wide.output
+
+
+def test_cell_jobs_are_the_jobs_the_rules_plan(tmp_path):
+    """The job chain is written twice: as rules (workflow/rules) and as status.cell_jobs, which
+    `lengthgen status`, provenance checks and each figure's inputs follow. Every job of the smoke
+    config's dry run is one of cell_jobs with the same rule, spec and outputs, and the other way round."""
+    import re
+    import subprocess
+    import sys
+
+    from pipeline_src.bookkeeping import jobs
+    from tests.test_workflow import copy_workflow
+
+    workdir = copy_workflow(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "all", "--configfile",
+                           "config/smoke.yaml", "--config", "device=cpu"],
+                          cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    planned = set()
+    for block in re.split(r"\n(?=(?:local)?rule )", done.stdout):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        spec = re.search(r"--spec '([^']*)'", block)
+        if rule and spec and rule[1] in {"train_data", "eval_data", "train", "evaluate"}:
+            outputs = re.search(r"^\s*output: (.*)$", block, re.M)[1].split(", ")
+            planned.add((rule[1], canonical_json(json.loads(spec[1])), tuple(sorted(outputs))))
+    config = load_config([workdir / "config" / "smoke.yaml"], base=workdir / "config" / "config.yaml")
+    config["device"] = "cpu"
+    described = {(job.rule, canonical_json(job.spec), tuple(sorted(job.outputs)))
+                 for task in jobs.tasks(config) for cell in jobs.cells(config, task)
+                 for job in cell_jobs(config, cell)}
+    assert planned and planned == described
