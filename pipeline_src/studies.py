@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .bookkeeping import jobs
-from .bookkeeping.status import BASE_CONFIG, StatusError, read_config
+from .bookkeeping.status import BASE_CONFIG, checked_config
 from .bookkeeping.study import Study
 from .bookkeeping.task_study import TaskStudy
 from .language.study import LanguageStudy
@@ -54,9 +54,4 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
     """The config Snakemake would run with ``--configfile`` ``configfiles`` over ``base``
     (:func:`pipeline_src.bookkeeping.status.read_config`), checked (:func:`validate`); a
     StatusError naming the files."""
-    config, files = read_config(configfiles, base)
-    try:
-        validate(config)
-    except jobs.ConfigError as err:
-        raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
-    return config
+    return checked_config(configfiles, base, validate)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import jobs
 from . import paths
@@ -55,9 +56,15 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
     (:func:`pipeline_src.bookkeeping.jobs.complete`), under the name the GPU kit's paper step imports
     (see :mod:`pipeline_src.bookkeeping.config`). The pipeline's own, whole check adds each study's
     checks: :func:`pipeline_src.studies.load_config`."""
+    return checked_config(configfiles, base, jobs.complete)
+
+
+def checked_config(configfiles: list[Path] | tuple[Path, ...], base: Path, check: Callable[[dict], None]) -> dict:
+    """:func:`read_config`'s config, made whole in place by ``check``; its ConfigError becomes a
+    StatusError naming the files."""
     config, files = read_config(configfiles, base)
     try:
-        jobs.complete(config)
+        check(config)
     except jobs.ConfigError as err:
         raise StatusError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
     return config
