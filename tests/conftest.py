@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import faulthandler
+import os
 from pathlib import Path
 
 import pytest
@@ -70,19 +72,43 @@ def private_copy(built, tmp_path, monkeypatch, name: str):
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report):
-    """A failing test names itself as it fails, not only in the closing summary, so a run stopped at
-    a time limit (CI's cap, the GPU kit's suite step) still says what failed. With pytest-xdist the
-    controller prints it; workers have no terminal."""
+    """A failing test names itself and shows the end of its error as it fails, not only in the
+    closing summary, so a run stopped at a time limit (CI's cap, the GPU kit's suite step) still says
+    what failed and why. With pytest-xdist the controller prints it; workers have no terminal."""
     if not report.failed:
         return
     reporter = _PYTEST_CONFIG[0].pluginmanager.get_plugin("terminalreporter") if _PYTEST_CONFIG else None
     if reporter is not None and not hasattr(_PYTEST_CONFIG[0], "workerinput"):
         reporter.write("\n")
         reporter.write_line(f"FAILED {report.nodeid} ({report.when})", red=True)
+        for line in report.longreprtext.splitlines()[-FAILURE_LINES:]:
+            reporter.write_line(f"    {line}")
+
+
+FAILURE_LINES = 12  # the end of a failure's text printed as it fails (the exception and where it arose)
+TEST_TIMEOUT_ENV = "LENGTHGEN_TEST_TIMEOUT"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``LENGTHGEN_TEST_TIMEOUT=N`` set, a test still running after N seconds prints every
+    thread's stack (the test's own frame among them) and ends its process, so a suite that stalls
+    under a time limit names what held it; pytest-xdist then reports the worker crashed running it."""
+    limit = float(os.environ.get(TEST_TIMEOUT_ENV) or 0)
+    if limit > 0:
+        faulthandler.dump_traceback_later(limit, exit=True, file=_STDERR[0])
+    try:
+        yield
+    finally:
+        if limit > 0:
+            faulthandler.cancel_dump_traceback_later()
 
 
 _PYTEST_CONFIG: list = []
+_STDERR: list = []  # the process's own stderr: pytest captures fd 2 while tests run
 
 
 def pytest_configure(config):
+    """Runs while pytest's capture is suspended, so fd 2 is still the process's stderr."""
     _PYTEST_CONFIG[:] = [config]
+    _STDERR[:] = [os.fdopen(os.dup(2), "w")]

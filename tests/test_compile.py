@@ -1,5 +1,5 @@
 """``train.compile``: training through ``torch.compile`` gives the eager numbers (within float
-tolerance) and resumes like an eager run; ``compile: false`` is the same job as no ``compile``. The
+tolerance) and resumes like an eager run; without ``compile`` a GPU compiles and the CPU does not. The
 default-suite tests compile with the ``aot_eager`` backend (the graph capture, no C++ build); the
 slow one with the inductor backend a run uses."""
 
@@ -32,8 +32,8 @@ def assert_close_runs(a, b, atol: float) -> None:
 def compiled_equals_eager_and_resumes(tmp_path, train_data, scheme: str, atol: float) -> None:
     eager = tiny_train_spec(scheme, steps=STEPS, log_every=5, checkpoint_every=10)
     compiled = tiny_train_spec(scheme, steps=STEPS, log_every=5, checkpoint_every=10, compile=True)
-    training.train(eager, train_data, tmp_path / "eager", **quiet)
-    training.train(compiled, train_data, tmp_path / "compiled", **quiet)
+    assert "compiled" not in training.train(eager, train_data, tmp_path / "eager", **quiet)
+    assert training.train(compiled, train_data, tmp_path / "compiled", **quiet)["compiled"] is True
     assert_close_runs(tmp_path / "eager", tmp_path / "compiled", atol)
     assert training.train(compiled, train_data, tmp_path / "resumed", stop_at_step=13, **quiet) == {"stopped_at": 13}
     lines = []
@@ -52,12 +52,30 @@ def test_inductor_compiled_training_gives_the_eager_numbers_and_resumes(tmp_path
     compiled_equals_eager_and_resumes(tmp_path, train_data, "ppc", atol=1e-4)
 
 
-def test_compile_false_is_the_job_without_it_and_true_another():
+def test_without_compile_a_gpu_compiles_and_the_cpu_does_not():
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    assert training.compiles({}, cuda) and not training.compiles({}, cpu)
+    assert training.compiles({"compile": True}, cpu) and not training.compiles({"compile": False}, cuda)
+
+
+def test_compile_written_either_way_is_another_job_than_without_it():
+    """Absent, the device decides; ``false`` (eager on a GPU too) and ``true`` are jobs of their own."""
     config = default_config()
     plain = jobs.train_spec(config, "addition", "direct", "ppc", 0)
-    config["addition"]["train"]["compile"] = False
-    assert jobs.train_spec(config, "addition", "direct", "ppc", 0) == plain
-    config["addition"]["train"]["compile"] = True
-    with_compile = jobs.train_spec(config, "addition", "direct", "ppc", 0)
-    assert with_compile["train"]["compile"] is True and config_hash(with_compile) != config_hash(plain)
+    assert "compile" not in plain["train"]
+    for value in (False, True):
+        config["addition"]["train"]["compile"] = value
+        written = jobs.train_spec(config, "addition", "direct", "ppc", 0)
+        assert written["train"]["compile"] is value and config_hash(written) != config_hash(plain)
     jobs.check(config)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_training_compiles_without_being_asked_and_gives_the_eager_numbers(tmp_path, train_data):
+    """The GPU's default (CUDA graphs through inductor) in the real loop, length-grouped batches of
+    several shapes included, against ``compile: false`` on the same GPU."""
+    default = {**tiny_train_spec("ppc", steps=STEPS, log_every=5, checkpoint_every=10), "device": "cuda"}
+    eager = {**default, "train": {**default["train"], "compile": False}}
+    assert training.train(default, train_data, tmp_path / "default", **quiet)["compiled"] is True
+    assert "compiled" not in training.train(eager, train_data, tmp_path / "eager", **quiet)
+    assert_close_runs(tmp_path / "eager", tmp_path / "default", atol=1e-4)

@@ -68,7 +68,7 @@ def most_started(log: str) -> int:
 
 
 def test_two_pretend_gpus_two_models_each_run_four_training_jobs_at_once(tmp_path):
-    workdir = copy_workflow(tmp_path)
+    workdir = copy_workflow(tmp_path, device="auto")  # auto model jobs claim the pretend GPUs' slots
     env = {GPUS_ENV: "2", "CUDA_VISIBLE_DEVICES": ""}  # pretend GPUs, jobs on the CPU even where a GPU exists
     args = ("all", "--until", "train", "--configfile", "config/smoke.yaml", "--config", "models_per_gpu=2")
     done = snakemake(workdir, *args, "--cores", "6", env=env)  # cores for 6: the GPU slots cap it at 4

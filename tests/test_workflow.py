@@ -46,11 +46,17 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
     return f"config/{name}"
 
 
-def copy_workflow(workdir: Path) -> Path:
-    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/) and no results."""
+def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
+    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/) and no results,
+    its ``device`` setting ``device``: the CPU unless a test means another, so that a GPU machine runs
+    these workflows as every other machine does (it would train them on CUDA, each job compiled)."""
     shutil.copy(REPO / "Snakefile", workdir)
     for folder in ("workflow", "config", "profiles"):
         shutil.copytree(REPO / folder, workdir / folder)
+    base = workdir / "config" / "config.yaml"
+    text = base.read_text()
+    assert text.count("\ndevice: auto\n") == 1, "config/config.yaml's device setting moved"
+    base.write_text(text.replace("\ndevice: auto\n", f"\ndevice: {device}\n"))
     return workdir
 
 
@@ -134,8 +140,8 @@ EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must pl
     # only the PoSE language model uses pose_chunks: the rope models are not retrained
     "language pose chunks": ({"language": {"pose": {"pose_chunks": 3}}},
                              {"language_train": 1, "language_eval": 1, "plot_language_pose": 1}),
-    # the device (auto -> cpu) enters every model job's spec, never the datasets'
-    "device": ({"device": "cpu"}, {"train": MODELS, "evaluate": MODELS, "language_train": 3, "language_eval": 3,
+    # the device (cpu -> auto) enters every model job's spec, never the datasets'
+    "device": ({"device": "auto"}, {"train": MODELS, "evaluate": MODELS, "language_train": 3, "language_eval": 3,
                                    "language_influence": 1, **TASK_FIGURES, "plot_figure4": 1, "plot_language_pose": 1}),
 }
 
@@ -334,7 +340,7 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
 
     workdir = copy_workflow(tmp_path)
     overrides = [write_override(workdir, "tiny.yaml", TINY), write_override(workdir, "diverging.yaml", DIVERGING)]
-    spec = jobs.train_spec(merged(DEFAULT, TINY), "sparse_parity", "k2", "rope", 1)
+    spec = jobs.train_spec({**merged(DEFAULT, TINY), "device": "cpu"}, "sparse_parity", "k2", "rope", 1)  # copy_workflow's
     cell = "sparse_parity/rope/k2"
     resume = workdir / "results" / "train" / cell / "seed1" / f"resume-{config_hash(spec)[:16]}.pt"
     resume.parent.mkdir(parents=True)

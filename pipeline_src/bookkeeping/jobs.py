@@ -24,7 +24,6 @@ from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
 from .schema import ConfigSchemaError, defaults_taken, validate as validate_schema
-from .train_block import drop_eager_compile
 
 
 class ConfigError(ValueError):
@@ -121,7 +120,6 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
         spec["k_train"] = k_train
     if not get_scheme(scheme).predicts_positions:
         del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
-    drop_eager_compile(spec["train"])
     return spec
 
 

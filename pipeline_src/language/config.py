@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from ..device_setting import device_setting
 from ..model_config import model_config
-from ..bookkeeping.train_block import drop_eager_compile
 
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
@@ -130,7 +129,6 @@ def train_spec(config: dict, model: str) -> dict:
     section = _section(config)
     context = section["context"] if model == MAIN else short_context(config)
     train = {key: value for key, value in section["train"].items() if key not in UNUSED_TRAIN_FIELDS}
-    drop_eager_compile(train)
     pose = model == SHORT_POSE
     return {"task": LANGUAGE, "variant": model, "scheme": SCHEMES[model], "seed": section["seed"],
             "device": device_setting(config), "context": context, "model": dict(section["model"]), "train": train,

@@ -181,7 +181,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
         unread.clear()
 
     model.train()
-    forward = compiled(model, device) if opt.get("compile", False) else None
+    forward = compiled(model, device) if compiles(opt, device) else None
     try:
         while step < total:
             if stop_at_step is not None and step >= stop_at_step:
@@ -225,8 +225,9 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             raise
         say(f"WARNING: {err}")
         diverged = {"step": err.step, "reason": err.reason}
-        return _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device), diverged)
-    summary = _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device))
+        return _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device),
+                       forward is not None, diverged)
+    summary = _finish(spec, model, log, heldout_log, source, out_dir, rule, describe_device(device), forward is not None)
     resume_path.unlink(missing_ok=True)
     return summary
 
@@ -258,6 +259,15 @@ def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions
 
 
 COMPILE_BACKEND = "inductor"  # torch.compile's backend (tests use a cheaper one)
+
+
+def compiles(opt: dict, device: torch.device) -> bool:
+    """Whether training on ``device`` goes through :func:`compiled`: ``train.compile`` where the config
+    sets it, else on a GPU only. There a small model's step is bound by kernel launches, which CUDA
+    graphs of its forward and backward save (3.7x the eager step's tokens/s at Figure 2's GPU model on an H200,
+    docs/performance.md); on the CPU inductor's kernels were slower (Figure 1's model: 6.5 steps/s
+    against 7.9 eager on a 2-core EPYC) and the compile costs a short job more than that."""
+    return opt.get("compile", device.type == "cuda")
 
 
 def compiled(model: Decoder, device: torch.device) -> Callable:
@@ -344,13 +354,16 @@ def _report(say, log, window: int, total: int) -> None:
 
 
 def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, out_dir: Path, rule: str,
-            device: str, diverged: dict | None = None) -> dict:
-    """Write the model, the logs and the summary; ``device`` (described) goes into their records.
+            device: str, was_compiled: bool, diverged: dict | None = None) -> dict:
+    """Write the model, the logs and the summary; ``device`` (described) goes into their records, and
+    ``compiled: true`` when the steps went through :func:`compiled` (its absence: eager).
     ``diverged`` ({step, reason}) marks a run that diverged: recorded in the summary and the model
     description, and the weights file holds no tensors."""
     record = build_record(rule, source.stage, spec, inputs=source.inputs, seeds={"seed": spec["seed"]},
                           task=source.code_task, scheme=spec["scheme"])
     record["device"] = device  # where the model was trained (the last device, should a resume move it)
+    if was_compiled:
+        record["compiled"] = True
     description = {"task": spec["task"], "variant": spec["variant"], "scheme": spec["scheme"],
                    "seed": spec["seed"], **source.description}
     if diverged:
@@ -363,6 +376,8 @@ def _finish(spec: dict, model: Decoder, log: list, heldout_log: list, source, ou
     summary = {"steps": len(frame), "final_loss": tail["loss"].mean(), "final_accuracy": tail["accuracy"].mean(),
                "parameters": model.num_parameters(), "train_seconds": frame["seconds"].max() or 0.0,
                "config_hash": record["config_hash"], "device": device}
+    if was_compiled:
+        summary["compiled"] = True
     if diverged:
         summary["diverged"] = diverged
     if slot := held_gpu_slot():
