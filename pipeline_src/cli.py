@@ -19,6 +19,7 @@ import click
 from .cli_common import MODEL_DIR, OUT_DIR, RULE, SPEC, THREADS, TOKENS, _model_job_errors
 from .cli_tools import COMMANDS
 from .studies import all_figures, study_of
+from .storage.errors import one_line
 
 
 class Commands(click.Group):
@@ -35,15 +36,6 @@ class Commands(click.Group):
             if ctx.params.get("debug"):
                 raise
             raise click.ClickException(f"{one_line(err)} (lengthgen --debug ... shows the traceback)") from None
-
-
-def one_line(err: BaseException) -> str:
-    """``err`` as one line: its type where the message alone is unclear, its message's first line."""
-    message = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    if isinstance(err, KeyError) and err.args:  # a lookup's own message, or a bare missing key
-        key = err.args[0]
-        return key if isinstance(key, str) and " " in key else f"missing key {key!r}"
-    return f"{type(err).__name__}: {message}" if message else type(err).__name__
 
 
 @click.group(cls=Commands)

@@ -70,6 +70,31 @@ def test_compile_written_either_way_is_another_job_than_without_it():
     jobs.check(config)
 
 
+
+def failing_compiler(model, device):
+    def forward(*args, **kwargs):
+        raise RuntimeError("Failed to find C compiler\n(the rest of a long message)")
+    return forward
+
+
+def test_where_the_device_chose_to_compile_a_failed_compile_trains_eager(tmp_path, train_data, monkeypatch):
+    """A GPU compiles without being asked; a compiler that fails there (no C compiler for Triton, say)
+    leaves the eager run, said in one line. Asked for, ``compile: true`` fails instead."""
+    eager = tiny_train_spec("ppc", steps=STEPS, log_every=5, checkpoint_every=10)
+    training.train(eager, train_data, tmp_path / "eager", **quiet)
+    monkeypatch.setattr(training, "compiles", lambda opt, device: opt.get("compile", True))  # as on a GPU
+    monkeypatch.setattr(training, "compiled", failing_compiler)
+    lines = []
+    assert "compiled" not in training.train(eager, train_data, tmp_path / "fallback", progress=lines.append)
+    warnings = [line for line in lines if line.startswith("WARNING")]
+    assert warnings == ["WARNING: torch.compile failed on cpu (RuntimeError: Failed to find C compiler); "
+                        "training eager instead (train.compile: false skips the attempt)"]
+    assert_close_runs(tmp_path / "eager", tmp_path / "fallback", atol=0)
+    asked = tiny_train_spec("ppc", steps=STEPS, compile=True)
+    with pytest.raises(RuntimeError, match="C compiler"):
+        training.train(asked, train_data, tmp_path / "asked", **quiet)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_training_compiles_without_being_asked_and_gives_the_eager_numbers(tmp_path, train_data):
     """The GPU's default (CUDA graphs through inductor) in the real loop, length-grouped batches of

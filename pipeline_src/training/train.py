@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from ..storage import datasets
 from ..storage.atomic import check_writable, write_text
+from ..storage.errors import one_line
 from .optimizer import AdamW
 from .batches import SequenceTable, TrainingBatch, training_batch
 from ..storage.canonical import config_hash
@@ -182,6 +183,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
 
     model.train()
     forward = compiled(model, device) if compiles(opt, device) else None
+    compiled_steps = 0  # where the device chose to compile, a failure before the first compiled step falls back to eager
     try:
         while step < total:
             if stop_at_step is not None and step >= stop_at_step:
@@ -196,7 +198,16 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
             positions = positions.masked_fill(~_real(batch, 1), 0)  # padding never indexes a table
             model.check_positions(positions)  # on the CPU: no host read of the device
             batch, positions = batch.to(device), to_device(positions, device)  # drawn on the CPU: the same on every device
-            numbers = train_step(model, optimizer, batch, positions, opt, forward)  # on the device until read_log
+            try:
+                numbers = train_step(model, optimizer, batch, positions, opt, forward)  # on the device until read_log
+            except Exception as err:  # noqa: BLE001 (the compiler's failures have no common type)
+                if forward is None or "compile" in opt or compiled_steps:
+                    raise
+                say(f"WARNING: torch.compile failed on {describe_device(device)} ({one_line(err)}); training "
+                    "eager instead (train.compile: false skips the attempt)")
+                forward = None  # nothing was updated: the compiled step fails before the optimizer's
+                numbers = train_step(model, optimizer, batch, positions, opt)
+            compiled_steps += forward is not None
             step += 1
             unread.append((step, lr, time.perf_counter() - started, numbers))
             heldout = source.heldout_every and (step % source.heldout_every == 0 or step == total)
