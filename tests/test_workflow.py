@@ -392,7 +392,9 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
     figure's own target plan the model again instead of "Nothing to be done"; `snakemake figure1`
     makes it (the same bytes: training is deterministic) and reruns what follows it."""
     workdir = copy_workflow(tmp_path)
-    slow = {**TINY, "sparse_parity": {**TINY["sparse_parity"], "train": {**TINY_TRAIN, "steps": 3000}}}
+    # long enough to be killed between its first checkpoint (step 200) and its end (some 3 s later)
+    slow = {**TINY, "sparse_parity": {**TINY["sparse_parity"],
+                                      "train": {**TINY_TRAIN, "steps": 1000, "checkpoint_every": 200}}}
     override = write_override(workdir, "slow.yaml", slow)
     snakemake(workdir, "all", "--configfile", override)
     results = workdir / "results"
