@@ -21,9 +21,9 @@ Three measurements on the current machine:
 All three run on ``device`` (``auto``: CUDA when present, as the pipeline's ``device`` setting), with
 training's bf16 autocast there (:func:`pipeline_src.device.autocast`); timings wait for the GPU.
 
-With ``compile``, our step runs through ``torch.compile`` as the training loop's ``train.compile``
-does (:func:`pipeline_src.training.train.compiled`: CUDA graphs on a GPU); the warm-up steps then
-include the compilation. The inference benchmarks (KV-cache decoding, the influential-token
+With ``compile``, our step runs through ``torch.compile`` as the training loop runs it on a GPU
+unless ``train.compile`` is false (:func:`pipeline_src.training.train.compiled`: CUDA graphs there);
+the warm-up steps then include the compilation. Without it both steps are eager. The inference benchmarks (KV-cache decoding, the influential-token
 analysis) are :mod:`pipeline_src.inference_benchmarks`.
 """
 

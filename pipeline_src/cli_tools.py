@@ -224,8 +224,9 @@ def _verify(artifact: Path) -> None:
 @click.option("--batch-size", default=64, show_default=True)
 @click.option("--steps", default=20, show_default=True)
 @click.option("--compile", "compile_step", is_flag=True,
-              help="Our step through torch.compile, as train.compile trains (CUDA graphs on a GPU); 10 "
-                   "warm-up steps instead of 3, the compilation among them.")
+              help="Our step through torch.compile, as training on a GPU runs it unless train.compile is "
+                   "false (CUDA graphs there); 10 warm-up steps instead of 3, the compilation among them. "
+                   "Without it the step is eager, as HF's is.")
 @click.option("--decode", is_flag=True,
               help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
 @click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")

@@ -197,3 +197,33 @@ def test_every_artifact_of_a_training_run_has_one_file_mode(tmp_path):
     _train()(out)
     modes = {p.name: stat.S_IMODE(os.stat(p).st_mode) for p in out.iterdir() if p.is_file()}
     assert "model.safetensors" in modes and set(modes.values()) == {FILE_MODE}, modes
+
+
+class OpenWriter:
+    """A library's writer that closes its file only when it is dropped (torch's zip writer does)."""
+
+    def __init__(self, path: Path, files: list):
+        self.file = open(path, "wb")  # noqa: SIM115 (closed by __del__, as such writers do)
+        files.append(self.file)
+
+    def __del__(self):
+        self.file.close()
+
+
+def test_a_failed_writer_is_dropped_so_its_file_closes_while_the_error_lives(tmp_path):
+    """The error keeps the writer's finished call in its traceback; without dropping that call's
+    variables the removed temporary file would stay open and its space taken (a disk that filled stays
+    full) as long as the error is held, here by pytest."""
+    from pipeline_src.storage.atomic import replacing
+
+    def write(path: Path, files: list) -> None:
+        writer = OpenWriter(path, files)
+        writer.file.write(b"half an artifact")
+        raise Interrupted("the disk is full")
+
+    files: list = []
+    with pytest.raises(Interrupted) as caught:
+        with replacing(tmp_path / "artifact") as tmp:
+            write(tmp, files)
+    assert caught.value.__traceback__ is not None and files[0].closed
+    assert list(tmp_path.iterdir()) == []

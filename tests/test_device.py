@@ -210,8 +210,9 @@ def test_cuda_training_sees_the_cpu_batches_and_writes_cpu_results(tmp_path, tra
 
 
 def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch):
-    from pipeline_src.device_setting import gpus_per_model_job
+    from pipeline_src.device_setting import GPUS_ENV, gpus_per_model_job
 
+    monkeypatch.delenv(GPUS_ENV, raising=False)  # no pretend GPUs (a suite run with them set, say)
     assert gpus_per_model_job({"device": "cpu"}) == 0
     assert gpus_per_model_job({"device": "cuda"}) == 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import shutil
+import traceback
 from pathlib import Path
 from typing import Iterator
 
@@ -62,10 +63,26 @@ def replacing(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException as err:
         cause = write_failure(err, path.parent)
+        release_frames(err)
         tmp.unlink(missing_ok=True)
         if cause and not isinstance(err, WriteError):
             raise WriteError(f"{path}: cannot write ({cause})") from err
         raise
+
+
+def release_frames(err: BaseException) -> None:
+    """Drop the local variables of the finished calls that ``err`` (and the errors chained to it)
+    passed through. A writer that failed may still be held there with its file open (torch's zip
+    writer is, on Python 3.12): the file then closes now, and the space of the temporary file, once
+    removed, is free again (a full disk stays full until the process ends otherwise). Frames still
+    running are left as they are."""
+    errors, seen = [err], set()
+    while errors:
+        err = errors.pop()
+        if err is not None and id(err) not in seen:
+            seen.add(id(err))
+            traceback.clear_frames(err.__traceback__)
+            errors += [err.__cause__, err.__context__]
 
 
 def write_failure(err: BaseException, folder: Path) -> str | None:
