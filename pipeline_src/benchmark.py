@@ -23,8 +23,9 @@ training's bf16 autocast there (:func:`pipeline_src.device.autocast`); timings w
 
 With ``compile``, our step runs through ``torch.compile`` as the training loop runs it on a GPU
 unless ``train.compile`` is false (:func:`pipeline_src.training.train.compiled`: CUDA graphs there);
-the warm-up steps then include the compilation. Without it both steps are eager. The inference benchmarks (KV-cache decoding, the influential-token
-analysis) are :mod:`pipeline_src.inference_benchmarks`.
+the warm-up steps then include the compilation. Without it both steps are eager. The inference
+benchmarks (KV-cache decoding, the influential-token analysis) are
+:mod:`pipeline_src.inference_benchmarks`.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def run(spec: dict, make_source: Callable[[], "TaskSource"], out_dir: Path, *, r
 
     model.train()
     forward = compiled(model, device) if compiles(opt, device) else None
-    compiled_steps = 0  # where the device chose to compile, a failure before the first compiled step falls back to eager
+    compiled_steps = 0  # where the device chose to compile, a failure before the first one trains eager
     try:
         while step < total:
             if stop_at_step is not None and step >= stop_at_step:
@@ -275,8 +275,8 @@ COMPILE_BACKEND = "inductor"  # torch.compile's backend (tests use a cheaper one
 def compiles(opt: dict, device: torch.device) -> bool:
     """Whether training on ``device`` goes through :func:`compiled`: ``train.compile`` where the config
     sets it, else on a GPU only. There a small model's step is bound by kernel launches, which CUDA
-    graphs of its forward and backward save (3.7x the eager step's tokens/s at Figure 2's GPU model on an H200,
-    docs/performance.md); on the CPU inductor's kernels were slower (Figure 1's model: 6.5 steps/s
+    graphs of its forward and backward save (3.7x the eager step's tokens/s at Figure 2's GPU model
+    on an H200, docs/performance.md); on the CPU inductor's kernels were slower (Figure 1's model: 6.5 steps/s
     against 7.9 eager on a 2-core EPYC) and the compile costs a short job more than that."""
     return opt.get("compile", device.type == "cuda")
 
