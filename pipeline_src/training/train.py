@@ -276,8 +276,8 @@ def compiles(opt: dict, device: torch.device) -> bool:
     """Whether training on ``device`` goes through :func:`compiled`: ``train.compile`` where the config
     sets it, else on a GPU only. There a small model's step is bound by kernel launches, which CUDA
     graphs of its forward and backward save (3.7x the eager step's tokens/s at Figure 2's GPU model
-    on an H200, docs/performance.md); on the CPU inductor's kernels were slower (Figure 1's model: 6.5 steps/s
-    against 7.9 eager on a 2-core EPYC) and the compile costs a short job more than that."""
+    on an H200, docs/performance.md); on the CPU inductor's kernels were slower (Figure 1's model:
+    6.5 steps/s against 7.9 eager, one thread of the EPYC) and the compile costs a short job more."""
     return opt.get("compile", device.type == "cuda")
 
 
