@@ -1,29 +1,29 @@
-"""The paper's four findings, each judged by a stated criterion from the figure it is drawn in: the
+"""The paper's four findings, each judged by a stated test from the figure it is drawn in: the
 figure's spec (:data:`FINDING_FIGURE` names each finding's figure) and the run-summary rows of the tables
 the figure is drawn from (:mod:`.run_summary`). Each figure's caption states its finding so
 (:func:`caption`); ``lengthgen findings`` judges all four (:mod:`.run_findings`; the README's section
-"The paper's findings").
+"The paper's findings"; docs/findings.md).
 
-F1 to F3 read the accuracy rows of the tasks of the paper's Figures 1 to 3 through
-:class:`.seed_summary.TaskResults`: each run's headline metric, its mean over seeds and the seeds'
-spread (max minus min). Run A is *above* run B at a cell when A's mean exceeds B's by more than the
-larger of the two spreads (one seed each: spread 0, any difference counts). Lengths come from the
-figure spec: the training length is the longest of the task's training range, "1.5x" (or "2x") the
-shortest evaluated length at least 1.5 (2) times it. F4 compares the median fraction of the
-long-context gain recovered by the target's own far tokens with that recovered by another
-document's, chosen alike (:func:`.influence_summary.recovered_gain`, as Figure 4 draws them).
+F1 to F3 read each run's headline metric seed by seed through :class:`.seed_summary.TaskResults`
+and make the comparisons their claim implies, each a one-sided test over seeds
+(:mod:`.significance`): different models compared as two groups of seeds, one model's two cells
+(two k_test of one K_train) seed by seed. A finding is ``reproduced`` when every comparison is
+significant in the claimed direction, ``contradicted`` when one is significant the other way (after
+Holm's correction over the finding's comparisons), else ``undecided`` with the reason: the seeds per
+run that would decide at the measured spread, a difference the wrong way round, nothing learned at
+the training length (F3), or a run with no results. Lengths come from the figure spec: the
+training length is the longest of the task's training range, "1.5x" (or "2x") the shortest
+evaluated length at least 1.5 (2) times it.
 
-A finding's criterion has parts; each holds, fails or cannot be judged (its tables missing, or no
-evaluated length where it looks). Verdict: ``reproduced`` (every part holds), ``partly`` (some part
-holds), ``not reproduced`` (no part holds, some fails), ``no results`` (no part can be judged); and
-``not at this scale`` where the runs cannot decide the claim either way (F3: no run fits its
-training lengths; F4: the two intervals overlap).
+F4 compares the median fraction of the long-context gain recovered by the target's own far tokens
+with that recovered by another document's, chosen alike (:func:`.influence_summary.recovered_gain`,
+as Figure 4 draws them): its unit is the target, and its test the two bootstrap intervals.
 """
 
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
@@ -31,16 +31,18 @@ import polars as pl
 
 from ..schemes import get_scheme
 from . import run_summary
+from . import significance
 from .seed_summary import SeedStat, TaskResults
 
-REPRODUCED, PARTLY, NOT_REPRODUCED = "reproduced", "partly", "not reproduced"
-NOT_AT_THIS_SCALE, NO_RESULTS = "not at this scale", "no results"
+REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 COLUMNS = ("finding", "claim", "criterion", "numbers", "verdict")
 SCRATCHPAD = "scratchpad"  # the variant whose response works step by step
 F1_SCHEME = "rope_pose"  # the paper's Figure 1 trains RoPE with PoSE
 BEYOND, ALSO_SHOWN = 1.5, 2.0  # F2 and F3 judge at 1.5x the training length, and show 2x
 FITS = 0.9  # a run fits its training lengths: headline metric at least this at the training length
-SEEDS_NOTE = " Numbers: mean over seeds, in brackets the seeds' range where they differ."
+TESTED = (f" Each comparison: a one-sided permutation test over seeds at alpha {significance.ALPHA:g}; reproduced "
+          "when every comparison is significant, contradicted when one is significant the other way after Holm's "
+          "correction, else undecided.")
 F4_K = 4  # F4 judges the fraction recovered at this k (or the largest k analysed, if smaller)
 CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judged on)
     "F1": ("{task}, RoPE + PoSE: the fewer relevant bits (k_test), the further a model generalizes in length; a "
@@ -62,45 +64,74 @@ NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does n
 
 @dataclass(frozen=True)
 class Finding:
-    """One row of the findings table."""
+    """One row of the findings table, with the comparisons it was judged by (none for F4)."""
 
     finding: str
     claim: str
     criterion: str
     numbers: str
     verdict: str
-
-
-def verdict(parts: list[bool | None]) -> str:
-    """The verdict of a criterion whose parts hold (True), fail (False) or cannot be judged (None)."""
-    judged = [part for part in parts if part is not None]
-    if not judged:
-        return NO_RESULTS
-    if len(judged) == len(parts) and all(judged):
-        return REPRODUCED
-    return PARTLY if any(judged) else NOT_REPRODUCED
-
-
-def outcome(part: bool | None) -> str:
-    return {True: "holds", False: "fails", None: "not judged"}[part]
-
-
-def compared(name: str, stat: SeedStat | None) -> str:
-    return f"{name} {stat if stat is not None else 'no results'}"
+    comparisons: tuple[significance.Comparison, ...] = field(default=(), compare=False)
 
 
 def claim(name: str, task: str = "") -> str:
     return CLAIMS[name].format(task=task)
 
 
+def undecided(why: str) -> str:
+    return f"{UNDECIDED}: {why}"
+
+
 def not_configured(name: str, task: str = "") -> Finding:
     """The row of a finding the config runs nothing for (``task``: the task of its figure)."""
-    return Finding(name, claim(name, task), "-", NOT_CONFIGURED[name].format(task=task), NO_RESULTS)
+    why = NOT_CONFIGURED[name].format(task=task)
+    return Finding(name, claim(name, task), "-", why, undecided(f"no results: {why}"))
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: a run's cell, called ``name``."""
+
+    name: str
+    variant: str
+    scheme: str
+    length: int | None
+    k: int | None = None
+
+
+class Comparisons:
+    """The comparisons of one finding, made on ``runs`` as the criterion asks for them."""
+
+    def __init__(self, runs: TaskResults) -> None:
+        self.runs = runs
+        self.made: list[significance.Comparison] = []
+        self.missing: list[str] = []
+
+    def add(self, better: Side, worse: Side, cell: str, *, paired: bool = False) -> None:
+        """Test ``better`` above ``worse`` at ``cell`` (``paired``: the same models, seed by seed)."""
+        a, b = (self.runs.per_seed(side.variant, side.scheme, side.length, side.k) for side in (better, worse))
+        if paired:
+            seeds = sorted(set(a) & set(b))
+            a, b = {seed: a[seed] for seed in seeds}, {seed: b[seed] for seed in seeds}
+        absent = [side.name for side, values in ((better, a), (worse, b)) if not values]
+        if absent:
+            self.missing.append(f"{absent[0]} at {cell}")
+            return
+        self.made.append(significance.compare(better.name, worse.name, cell, list(a.values()), list(b.values()),
+                                              paired=paired))
+
+    def numbers(self) -> str:
+        shown = [str(c) for c in self.made] + [f"{missing}: no results" for missing in self.missing]
+        return "; ".join(shown) + "." if shown else "nothing to compare."
+
+    def verdict(self) -> str:
+        return significance.verdict(self.made, self.missing)
 
 
 def sparse_parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
-    """F1: at the longest evaluated length, (a) every K_train's accuracy falls with k_test and (b) a
-    larger K_train lifts the k_test only it was trained on."""
+    """F1: at the longest evaluated length, (a) every K_train's model is more accurate at the
+    smallest k_test than at the largest k_test it was trained on, and (b) a larger K_train's model
+    is more accurate than the smaller's at the largest k_test only the larger was trained on."""
     task = spec["task"]
     if not any(F1_SCHEME in schemes for schemes in spec["runs"].values()):
         return not_configured("F1", task)
@@ -111,66 +142,49 @@ def sparse_parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     k_test = sorted(spec["k_test"])
     metric = runs.metric(next(iter(k_train)))
     criterion = (f"accuracy ({metric}) of {F1_SCHEME} at length {longest} (the longest evaluated). (a) For every "
-                 "K_train, the smallest k_test is above the largest k_test <= K_train by more than the seeds' spread, "
-                 "and no k_test is above the next smaller one by more than the spread. (b) For each pair of "
-                 "neighbouring K_train, at the largest k_test between them (smaller K_train < k_test <= larger "
-                 "K_train), the larger K_train's model is above the smaller's by more than the spread. "
-                 "Both: reproduced; one: partly." + SEEDS_NOTE)
-    falls, shown_a = [], []
-    for variant, K in k_train.items():
-        stats = [(k, runs.at(variant, F1_SCHEME, longest, k)) for k in k_test if k <= K]
-        shown_a.append(f"K_train {K}: " + ", ".join(compared(f"k_test {k}", stat) for k, stat in stats))
-        stats = [(k, stat) for k, stat in stats if stat is not None]
-        if len(stats) >= 2:
-            rises = any(larger.above(smaller) for (_, smaller), (_, larger) in pairwise(stats))
-            falls.append(stats[0][1].above(stats[-1][1]) and not rises)
-    part_a = all(falls) if falls else None
-    lifts, shown_b = [], []
+                 "K_train, its models at the smallest k_test above themselves at the largest k_test <= K_train "
+                 "(seed by seed). (b) For each pair of neighbouring K_train, at the largest k_test between them "
+                 "(smaller K_train < k_test <= larger K_train), the larger K_train's models above the smaller's."
+                 + TESTED)
+    tests = Comparisons(runs)
+    cell = f"length {longest}"
+    for variant, K in sorted(k_train.items(), key=lambda item: item[1]):
+        trained = [k for k in k_test if k <= K]
+        if len(trained) >= 2:
+            low, high = trained[0], trained[-1]
+            tests.add(Side(f"K_train {K} k_test {low}", variant, F1_SCHEME, longest, low),
+                      Side(f"k_test {high}", variant, F1_SCHEME, longest, high), cell, paired=True)
     ordered = sorted(k_train.items(), key=lambda item: item[1])
     for (low_variant, low_k), (high_variant, high_k) in pairwise(ordered):
         between = [k for k in k_test if low_k < k <= high_k]
-        if not between:
-            shown_b.append(f"no k_test in ({low_k}, {high_k}]")
-            continue
-        low, high = (runs.at(variant, F1_SCHEME, longest, between[-1]) for variant in (low_variant, high_variant))
-        shown_b.append(f"k_test {between[-1]}: " + compared(f"K_train {high_k}", high) + " vs "
-                       + compared(f"K_train {low_k}", low))
-        if low is not None and high is not None:
-            lifts.append(high.above(low))
-    part_b = all(lifts) if lifts else None
-    if len(ordered) < 2:
-        shown_b.append("one K_train only")
-    numbers = (f"(a) {'; '.join(shown_a)}: {outcome(part_a)}. (b) {'; '.join(shown_b)}: {outcome(part_b)}.")
-    return Finding("F1", claim("F1", task), criterion, numbers, verdict([part_a, part_b]))
+        if between:
+            tests.add(Side(f"K_train {high_k}", high_variant, F1_SCHEME, longest, between[-1]),
+                      Side(f"K_train {low_k}", low_variant, F1_SCHEME, longest, between[-1]),
+                      f"{cell}, k_test {between[-1]}")
+    return Finding("F1", claim("F1", task), criterion, tests.numbers(), tests.verdict(), tuple(tests.made))
 
 
 def run_name(variant: str, scheme: str) -> str:
     return f"{scheme} ({variant})"
 
 
-def at_lengths(runs: TaskResults, compared_runs: list[tuple[str, str]], lengths: dict[str, int | None],
-               name=run_name) -> str:
-    """Each run's number at each of ``lengths`` (label -> length), the runs called ``name(variant, scheme)``."""
-    parts = []
-    for label, length in lengths.items():
-        if length is None:
-            parts.append(f"{label}: not evaluated")
-            continue
-        values = ", ".join(compared(name(*run), runs.at(*run, length)) for run in compared_runs)
-        parts.append(f"length {length} ({label}): {values}")
-    return "; ".join(parts)
+def compared(name: str, stat: SeedStat | None) -> str:
+    return f"{name} {stat if stat is not None else 'no results'}"
 
 
-def beats_every(runs: TaskResults, run: tuple[str, str], baselines: list[tuple[str, str]],
-                length: int | None) -> list[bool | None]:
-    """For each baseline: whether ``run`` is above it at ``length`` (None: either has no result)."""
-    mine = runs.at(*run, length)
-    return [None if mine is None or (theirs := runs.at(*baseline, length)) is None else mine.above(theirs)
-            for baseline in baselines]
+def beyond_length(runs: TaskResults) -> tuple[int | None, str]:
+    """The length F2 and F3 judge at (1.5x the training length) and how the comparisons name it."""
+    length = runs.beyond(BEYOND)
+    return length, f"length {length}"
 
 
-def judged_lengths(runs: TaskResults) -> dict[str, int | None]:
-    return {f"{BEYOND:g}x {runs.train_max}": runs.beyond(BEYOND), f"{ALSO_SHOWN:g}x": runs.beyond(ALSO_SHOWN)}
+def shown_at_2x(runs: TaskResults, shown: list[tuple[str, str]], name=run_name) -> str:
+    """Each run's mean (and seeds' range) at 2x the training length: shown, not judged."""
+    length = runs.beyond(ALSO_SHOWN)
+    if length is None:
+        return f" {ALSO_SHOWN:g}x: not evaluated."
+    values = ", ".join(compared(name(*run), runs.at(*run, length)) for run in shown)
+    return f" Shown, not judged: length {length} ({ALSO_SHOWN:g}x): {values}."
 
 
 def parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
@@ -181,24 +195,23 @@ def parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
         return not_configured("F2", task)
     runs = TaskResults(spec, rows)
     schemes = spec["runs"][SCRATCHPAD]
-    coupled = [(SCRATCHPAD, s) for s in schemes if get_scheme(s).coupled]
-    others = [(SCRATCHPAD, s) for s in schemes if not get_scheme(s).coupled]
-    lengths = judged_lengths(runs)
-    criterion = (f"accuracy ({runs.metric(SCRATCHPAD)}) at length {runs.beyond(BEYOND)} (the first evaluated "
-                 f"length >= {BEYOND:g}x the training length {runs.train_max}): each coupled scheme "
-                 f"({', '.join(s for _, s in coupled) or 'none configured'}) above every other scheme "
-                 f"({', '.join(s for _, s in others) or 'none configured'}) by more than the seeds' spread. "
-                 "Every coupled scheme: reproduced; some: partly. The 2x numbers are shown, not judged." + SEEDS_NOTE)
-    parts = [all_hold(beats_every(runs, run, others, runs.beyond(BEYOND))) for run in coupled]
-    held = "; ".join(f"{scheme}: {outcome(part)}" for (_, scheme), part in zip(coupled, parts))
-    numbers = f"{at_lengths(runs, coupled + others, lengths, name=lambda _, scheme: scheme)}. {held}."
-    return Finding("F2", claim("F2", task), criterion, numbers, verdict(parts) if others else NO_RESULTS)
-
-
-def all_hold(comparisons: list[bool | None]) -> bool | None:
-    """One part made of comparisons that must all hold, judged on those that can be (None: none can)."""
-    judged = [comparison for comparison in comparisons if comparison is not None]
-    return all(judged) if judged else None
+    coupled = [s for s in schemes if get_scheme(s).coupled]
+    others = [s for s in schemes if not get_scheme(s).coupled]
+    length, cell = beyond_length(runs)
+    criterion = (f"accuracy ({runs.metric(SCRATCHPAD)}) at length {length} (the first evaluated length >= "
+                 f"{BEYOND:g}x the training length {runs.train_max}): each coupled scheme "
+                 f"({', '.join(coupled) or 'none configured'}) above every other scheme "
+                 f"({', '.join(others) or 'none configured'})." + TESTED)
+    if not coupled or not others:
+        return Finding("F2", claim("F2", task), criterion, "nothing to compare.",
+                       undecided("no results: the config trains no coupled and uncoupled schemes to compare"))
+    tests = Comparisons(runs)
+    for mine in coupled:
+        for theirs in others:
+            tests.add(Side(mine, SCRATCHPAD, mine, length), Side(theirs, SCRATCHPAD, theirs, length), cell)
+    shown = [(SCRATCHPAD, s) for s in coupled + others]
+    numbers = tests.numbers() + shown_at_2x(runs, shown, name=lambda _, scheme: scheme)
+    return Finding("F2", claim("F2", task), criterion, numbers, tests.verdict(), tuple(tests.made))
 
 
 def assignment_finding(spec: dict, rows: pl.DataFrame) -> Finding:
@@ -210,27 +223,27 @@ def assignment_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     predicting = [run for run in configured if run[0] == SCRATCHPAD and get_scheme(run[1]).predicts_positions]
     baselines = [run for run in configured if not get_scheme(run[1]).coupled]
     fit_length = runs.in_training()
+    length, cell = beyond_length(runs)
     criterion = (f"accuracy ({runs.metric(SCRATCHPAD)} with a scratchpad, {runs.metric('direct')} without)"
-                 f" at length {runs.beyond(BEYOND)} (the first evaluated length >= "
-                 f"{BEYOND:g}x the training length {runs.train_max}): PPC with a scratchpad "
+                 f" at length {length} (the first evaluated length >= {BEYOND:g}x the training length "
+                 f"{runs.train_max}): PPC with a scratchpad "
                  f"({', '.join(run_name(*run) for run in predicting) or 'none configured'}) above every "
-                 f"non-coupled run ({', '.join(run_name(*run) for run in baselines) or 'none configured'}) by more "
-                 f"than the seeds' spread. All: reproduced; some: partly. If no run reaches {FITS:g} at length "
-                 f"{fit_length} (the longest evaluated within the training lengths), nothing was learned: not at "
-                 "this scale." + SEEDS_NOTE)
+                 f"non-coupled run ({', '.join(run_name(*run) for run in baselines) or 'none configured'})."
+                 + TESTED + f" If no run's mean reaches {FITS:g} at length {fit_length} (the longest evaluated "
+                 "within the training lengths), nothing was learned: undecided.")
     fit = {run: runs.at(*run, fit_length) for run in configured}
     in_training = ", ".join(compared(run_name(*run), stat) for run, stat in fit.items())
-    numbers = f"length {fit_length} (training): {in_training}. " + at_lengths(runs, predicting + baselines,
-                                                                              judged_lengths(runs))
+    trained = f"Length {fit_length} (training): {in_training}."
     scored = [stat for stat in fit.values() if stat is not None]
     if scored and all(stat.mean < FITS for stat in scored):
-        return Finding("F3", claim("F3", task), criterion, f"{numbers}. No run fits the training lengths.",
-                       NOT_AT_THIS_SCALE)
-    parts = [part for run in predicting for part in beats_every(runs, run, baselines, runs.beyond(BEYOND))]
-    pairs = [f"{run_name(*run)} vs {run_name(*baseline)}" for run in predicting for baseline in baselines]
-    held = "; ".join(f"{pair}: {outcome(part)}" for pair, part in zip(pairs, parts))
-    return Finding("F3", claim("F3", task), criterion, f"{numbers}. {held}." if held else f"{numbers}.",
-                   verdict(parts))
+        return Finding("F3", claim("F3", task), criterion, f"{trained} No run fits the training lengths.",
+                       undecided("nothing learned at the training length"))
+    tests = Comparisons(runs)
+    for run in predicting:
+        for baseline in baselines:
+            tests.add(Side(run_name(*run), *run, length), Side(run_name(*baseline), *baseline, length), cell)
+    numbers = f"{trained} {tests.numbers()}" + shown_at_2x(runs, predicting + baselines)
+    return Finding("F3", claim("F3", task), criterion, numbers, tests.verdict(), tuple(tests.made))
 
 
 def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
@@ -240,21 +253,24 @@ def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     criterion = (f"median fraction of the gain L_short - L_long recovered by k = {k} far tokens, over targets "
                  f"gaining more than {spec['gain_threshold']:g} nats, with its 95% bootstrap interval: the "
                  "target's own far tokens' lower bound above the upper bound of another document's far tokens, "
-                 "chosen the same way: reproduced; the reverse: not reproduced; overlapping: not at this scale.")
+                 "chosen the same way: reproduced; the reverse: contradicted; overlapping: undecided.")
     analysed = run_summary.targets(rows)
     if analysed is None:
-        return Finding("F4", claim("F4"), criterion, "no influence table", NO_RESULTS)
+        return Finding("F4", claim("F4"), criterion, "no influence table", undecided("no results: no influence table"))
     own, other = (run_summary.gain(rows, variant, k) for variant in (run_summary.OWN, run_summary.OTHER))
     if not own or not other:
-        return Finding("F4", claim("F4"), criterion, f"no numbers at k = {k}", NO_RESULTS)
+        return Finding("F4", claim("F4"), criterion, f"no numbers at k = {k}",
+                       undecided(f"no results: no numbers at k = {k}"))
     targets = f"{own['n_targets']:.0f} of {analysed} targets gain more than {spec['gain_threshold']:g} nats"
     if own["n_targets"] == 0:
-        return Finding("F4", claim("F4"), criterion, f"{targets}: nothing to recover", NOT_AT_THIS_SCALE)
+        return Finding("F4", claim("F4"), criterion, f"{targets}: nothing to recover",
+                       undecided("no target gains from its far context"))
     numbers = f"{targets}; at k = {k}: own far tokens {interval(own)}, another document's {interval(other)}"
     if own["ci_low"] > other["ci_high"]:
         found = REPRODUCED
     else:
-        found = NOT_REPRODUCED if own["ci_high"] < other["ci_low"] else NOT_AT_THIS_SCALE
+        found = CONTRADICTED if own["ci_high"] < other["ci_low"] else undecided(
+            f"the two intervals overlap ({own['n_targets']:.0f} targets)")
     return Finding("F4", claim("F4"), criterion, numbers, found)
 
 
@@ -292,11 +308,15 @@ def as_markdown(rows: list[Finding]) -> str:
 
 
 def as_text(rows: list[Finding], width: int = 100) -> str:
-    """The findings for a terminal: per finding its verdict, then claim, criterion and numbers, wrapped."""
+    """The findings for a terminal: per finding its verdict, then claim, criterion and numbers (each
+    comparison on a line of its own), wrapped."""
     lines = []
     for row in rows:
         lines.append(f"{row.finding}: {row.verdict}")
-        for label in COLUMNS[1:4]:
+        for label in COLUMNS[1:3]:
             lines += textwrap.wrap(getattr(row, label), width, initial_indent=f"  {label:<10} ",
                                    subsequent_indent=" " * 13)
+        for i, part in enumerate(row.numbers.split("; ")):
+            lines += textwrap.wrap(part, width, initial_indent=f"  {'numbers' if i == 0 else '':<10} ",
+                                   subsequent_indent=" " * 15)
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """A synthetic task's numbers cell by cell, as the findings read them: per training run (variant,
 scheme) and cell (k_test where the task has one, length), the mean over seeds of the run's headline
 metric (:meth:`pipeline_src.tasks.task.Task.headline_metric`), the seeds' extremes and how many
-seeds have an accuracy (a diverged seed has none and takes no part).
+seeds have an accuracy (a diverged seed has none and takes no part); and each seed's value, which
+the findings' tests compare (:mod:`.significance`).
 
 They are read from a run summary's rows (:mod:`.run_summary`: one per run, seed and cell, made from
 the accuracy tables or read from a committed summary) and restricted to the runs and seeds of the
@@ -30,16 +31,6 @@ class SeedStat:
     high: float
     seeds: int
     of: int
-
-    @property
-    def spread(self) -> float:
-        """Max minus min over the seeds (0 with one seed)."""
-        return self.high - self.low
-
-    def above(self, other: SeedStat) -> bool:
-        """This run beats ``other`` by more than the seeds' spread: the mean difference exceeds the
-        larger of the two spreads."""
-        return self.mean - other.mean > max(self.spread, other.spread)
 
     def __str__(self) -> str:
         """The mean, then in brackets the seeds' range where they differ and the seeds used where
@@ -70,7 +61,8 @@ class TaskResults:
         self.lengths = sorted(spec["lengths"])
         self.train_max = spec["train_lengths"][1]
         self.seeds = len(spec["seeds"])
-        self._summary = (configured(spec, rows).group_by("variant", "scheme", "k", "length")
+        self._rows = configured(spec, rows).filter(pl.col("value").is_not_null())
+        self._summary = (self._rows.group_by("variant", "scheme", "k", "length")
                          .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
                               seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
 
@@ -90,6 +82,15 @@ class TaskResults:
             return None
         row = rows.row(0, named=True)
         return SeedStat(row["mean"], row["seed_min"], row["seed_max"], row["seeds"], self.seeds)
+
+    def per_seed(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> dict[int, float]:
+        """The run's value at the cell seed by seed (seeds with no value left out; none: empty)."""
+        if length is None:
+            return {}
+        k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
+        found = self._rows.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
+                                  & (pl.col("length") == length) & k_match).sort("seed")
+        return dict(zip(found["seed"].to_list(), found["value"].to_list()))
 
     def beyond(self, factor: float) -> int | None:
         """The shortest evaluated length at least ``factor`` times the training length (None: none)."""
