@@ -64,8 +64,10 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
              markdown_file: Path | None, readme: Path | None) -> None:
     """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
     config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
-    and the verdict."""
+    and the verdict. Tables whose provenance records another config stop it first, in one line naming
+    the table, the field and the --configfile to pass where a shipped config matches."""
     from .bookkeeping.paths import RESULTS
+    from .evaluation.judged_config import ConfigMismatch
     from .evaluation.run_findings import report
 
     if results is not None and from_summary is not None:
@@ -73,8 +75,11 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     results = results or Path(RESULTS)
     if from_summary is None and not results.is_dir():
         raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
-    click.echo(report(results, configfiles, from_summary=from_summary, export=export, markdown_file=markdown_file,
-                      readme=readme))
+    try:
+        click.echo(report(results, configfiles, from_summary=from_summary, export=export,
+                          markdown_file=markdown_file, readme=readme))
+    except ConfigMismatch as err:
+        raise click.ClickException(str(err)) from None
 
 
 @click.command()

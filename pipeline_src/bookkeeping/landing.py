@@ -42,8 +42,27 @@ def expected_values(config: dict, study: Study, figure: str) -> dict[str, dict[s
     return values
 
 
-def _text(values: list) -> str:
+def values_text(values: list) -> str:
+    """Config values as a reader sees them: canonical JSON, comma-separated."""
     return ", ".join(canonical_json(value) for value in values)
+
+
+def value_differences(made_with: dict[str, dict[str, list]], expected: dict[str, dict[str, list]],
+                      first_rule: str = "") -> list[tuple[str, str, list, list]]:
+    """Each config value recorded in ``made_with`` (a figure record's, or what
+    :func:`pipeline_src.storage.provenance.upstream_values` finds upstream of some tables) that
+    ``expected`` (:func:`expected_values`) does not give its rule, as (rule, field, the values
+    recorded, the values expected); ``first_rule``'s first (the models' sizes and training: the
+    differences a reader looks for). Code versions are not compared."""
+    found = []
+    for rule, fields in sorted(made_with.items(), key=lambda item: (item[0] != first_rule, item[0])):
+        for key, values in fields.items():
+            if key.startswith("code."):
+                continue
+            allowed = expected.get(rule, {}).get(key, [])
+            if any(value not in allowed for value in values):
+                found.append((rule, key, values, allowed))
+    return found
 
 
 def figure_differences(config: dict, study: Study, figure: str, record: dict, limit: int = 4) -> list[str]:
@@ -54,15 +73,10 @@ def figure_differences(config: dict, study: Study, figure: str, record: dict, li
     found = []
     if record.get("config_hash") != config_hash(expected_spec):
         found.append(f"figure spec, figure -> this config ({diff_fields(record.get('config', {}), expected_spec)})")
-    expected = expected_values(config, study, figure)
-    # the models' sizes and training first: the differences a reader looks for
-    for rule, fields in sorted(record.get("made_with", {}).items(), key=lambda item: (item[0] != study.train_rule, item[0])):
-        for key, values in fields.items():
-            if key.startswith("code."):
-                continue
-            allowed = expected.get(rule, {}).get(key, [])
-            if any(value not in allowed for value in values):
-                found.append(f"{rule} {key}: {_text(values)} in the figure, {_text(allowed) or 'unset'} in this config")
+    differences = value_differences(record.get("made_with", {}), expected_values(config, study, figure),
+                                    study.train_rule)
+    found += [f"{rule} {key}: {values_text(values)} in the figure, {values_text(allowed) or 'unset'} "
+              "in this config" for rule, key, values, allowed in differences]
     return found[:limit] + ([f"{len(found) - limit} more"] if len(found) > limit else [])
 
 

@@ -83,11 +83,16 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
-    Markdown table to ``markdown_file`` and between the markers of ``readme``, where given."""
+    Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. Tables
+    made with another config are a :class:`.judged_config.ConfigMismatch`, before anything is judged."""
     from ..studies import load_config
     from ..storage.atomic import write_text
 
     config = load_config(configfiles)
+    if from_summary is None:
+        from .judged_config import check
+
+        check(config, results, configfiles)
     rows = summary_rows(config, from_summary) if from_summary else results_rows(config, results)
     found = findings(config, rows)
     if export is not None:

@@ -99,8 +99,10 @@ def read_record(path: str | Path) -> dict:
     raise FileNotFoundError(f"{path}: no provenance record (no sidecar {side.name}, no embedded metadata)")
 
 
-def trace(path: str | Path, _seen: dict | None = None) -> dict:
-    """The provenance chain of ``path``: its record with each input's chain nested under ``upstream``."""
+def trace(path: str | Path, _seen: dict | None = None, locate: Callable[[str], str] | None = None) -> dict:
+    """The provenance chain of ``path``: its record with each input's chain nested under ``upstream``.
+    Inputs are read where their records name them (relative to the pipeline's working directory),
+    or where ``locate`` puts each recorded path (a results folder moved elsewhere)."""
     seen = {} if _seen is None else _seen
     key = str(path)
     if key in seen:
@@ -112,7 +114,7 @@ def trace(path: str | Path, _seen: dict | None = None) -> dict:
     else:
         node = {"path": key, "record": record, "upstream": {}}
         for role, item in record.get("inputs", {}).items():
-            node["upstream"][role] = trace(item["path"], seen)
+            node["upstream"][role] = trace(locate(item["path"]) if locate else item["path"], seen, locate)
     seen[key] = node
     return node
 
@@ -134,11 +136,13 @@ def add_values(fields: dict[str, list], config: dict) -> None:
             values.append(value)
 
 
-def upstream_values(inputs: list[str | Path]) -> dict[str, dict[str, list]]:
+def upstream_values(inputs: list[str | Path],
+                    locate: Callable[[str], str] | None = None) -> dict[str, dict[str, list]]:
     """What ``inputs`` were made from, as a figure records it (``made_with``): per rule of their
     provenance chains (theirs included), each config field's distinct values over the rule's
     artifacts (``"model.d_model": [64]``), and the git commits and dirty flags of the code that made
-    them (``"code.git_commit"``, ``"code.git_dirty"``). Artifacts without a record add nothing."""
+    them (``"code.git_commit"``, ``"code.git_dirty"``). Artifacts without a record add nothing;
+    ``locate`` as for :func:`trace`."""
     found: dict[str, dict[str, list]] = {}
     visited: set[str] = set()
 
@@ -154,7 +158,7 @@ def upstream_values(inputs: list[str | Path]) -> dict[str, dict[str, list]]:
 
     chains: dict = {}
     for path in inputs:
-        walk(trace(path, chains))
+        walk(trace(path, chains, locate))
     return {rule: {key: sorted(values, key=_order) for key, values in sorted(fields.items())}
             for rule, fields in sorted(found.items())}
 

@@ -1,0 +1,110 @@
+"""`lengthgen findings` judges only tables made with the config it is given: tables whose provenance
+records another config stop it with one line naming the table, the field and the configfile to pass;
+tables of its own config, or without records, are judged as before."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pipeline_src.bookkeeping import jobs
+from pipeline_src.bookkeeping import paths
+from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.bookkeeping.status import cell_jobs
+from pipeline_src.cli import main
+from pipeline_src.language import config as lang
+from pipeline_src.storage.provenance import write_sidecar
+from pipeline_src.studies import load_config
+from tests.conftest import REPO, default_config
+from tests.test_findings import F2_TASK, flat, influence_table, write_run
+
+SMOKE = "config/smoke.yaml"
+
+
+def recorded_runs(results, config: dict) -> None:
+    """Figure 2's accuracy tables and Figure 4's influence table, each with the provenance records
+    ``config``'s jobs give it: the evaluation's, and upstream the evaluation set's and the model's
+    (small stand-in files with their own records)."""
+    for cell in jobs.cells(config, F2_TASK):
+        chain = {job.rule: job for job in cell_jobs(config, cell)}
+        inputs = {}
+        for role, rule in (("model", "train"), ("eval_data", "eval_data")):
+            job = chain[rule]
+            inputs[role] = path = paths.under(results, job.artifact)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"stand-in")
+            write_sidecar(path, build_record(rule, job.stage, job.spec, task=F2_TASK))
+        write_run(results, config, F2_TASK, cell["variant"], cell["scheme"], cell["seed"], flat(0.5))
+        evaluate = chain["evaluate"]
+        write_sidecar(paths.under(results, evaluate.artifact),
+                      build_record("evaluate", evaluate.stage, evaluate.spec, inputs=inputs, task=F2_TASK))
+    rng = np.random.default_rng(0)
+    influence_table(config, results, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
+    write_sidecar(paths.under(results, paths.INFLUENCE),
+                  build_record("language_influence", "language_eval", lang.influence_spec(config)))
+
+
+def findings(results, *configfiles: str):
+    return CliRunner().invoke(main, ["findings", str(results), *(f"--configfile={f}" for f in configfiles)])
+
+
+@pytest.fixture
+def in_repo(monkeypatch):
+    monkeypatch.chdir(REPO)  # config/config.yaml and the shipped configs
+
+
+def test_a_smaller_configs_results_judged_without_it_stop_with_one_line_naming_it(tmp_path, in_repo):
+    recorded_runs(tmp_path, load_config([SMOKE]))
+    done = findings(tmp_path)
+    assert done.exit_code == 1, done.output
+    line = done.output.strip()
+    assert "\n" not in line and "pandera" not in line.lower() and "Schema" not in line, line
+    assert line.startswith(f"Error: {tmp_path}/eval/{F2_TASK}/"), line
+    assert "made with train model.d_mlp=64, the config says 256" in line, line
+    assert line.endswith(f"these results look like {SMOKE}'s: pass --configfile {SMOKE}"), line
+
+
+def test_with_the_configfile_they_were_made_with_they_are_judged(tmp_path, in_repo):
+    recorded_runs(tmp_path, load_config([SMOKE]))
+    done = findings(tmp_path, SMOKE)
+    assert done.exit_code == 0, done.output
+    assert "F2: no results" not in done.output and "F4: no results" not in done.output, done.output
+
+
+def test_results_of_the_default_config_are_judged_as_before(tmp_path, in_repo):
+    recorded_runs(tmp_path, default_config())
+    done = findings(tmp_path)
+    assert done.exit_code == 0, done.output
+    assert "F2: no results" not in done.output and "F1: no results" in done.output, done.output
+
+
+def test_results_of_no_shipped_config_name_the_field_and_ask_for_their_configfile(tmp_path, in_repo):
+    own = tmp_path / "own.yaml"
+    own.write_text(f"{F2_TASK}:\n  eval:\n    n_per_cell: 8\n")
+    recorded_runs(tmp_path / "results", load_config([own]))
+    done = findings(tmp_path / "results")
+    assert done.exit_code == 1, done.output
+    line = done.output.strip()
+    assert "\n" not in line, line
+    assert "made with eval_data params.n_per_cell=8, the config says 100" in line, line
+    assert line.endswith("pass the --configfile(s) these results were made with"), line
+    assert findings(tmp_path / "results", str(own)).exit_code == 0
+
+
+def test_a_results_folder_elsewhere_is_compared_with_its_own_upstream_files(tmp_path, in_repo, monkeypatch):
+    """Records name their inputs under results/, relative to the run's folder: a run judged from
+    another folder is compared with its own upstream records, not with those of the working
+    directory's results/ (here made with another config)."""
+    configs = {"elsewhere": load_config([SMOKE]), "here": default_config()}
+    for name, config in configs.items():
+        (tmp_path / name).mkdir()
+        monkeypatch.chdir(tmp_path / name)
+        recorded_runs(Path(paths.RESULTS), config)
+    shutil.copytree(REPO / "config", tmp_path / "here" / "config")
+    done = findings(tmp_path / "elsewhere" / "results", SMOKE)
+    assert done.exit_code == 0, done.output
+    assert "F2: no results" not in done.output, done.output
