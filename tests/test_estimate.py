@@ -1,14 +1,17 @@
-"""A run's wall time on N cores, replayed from its jobs' benchmark files on the DAG Snakemake plans
-(pipeline_src/bookkeeping/estimate.py)."""
+"""`lengthgen status --estimate`: a run's wall time on N cores, replayed from its jobs' benchmark files
+on the DAG Snakemake plans (pipeline_src/bookkeeping/estimate.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from pipeline_src.bookkeeping.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
                                                format_estimate, job_times, makespan, measured_seconds)
+from pipeline_src.cli import main
+from tests.test_workflow import copy_workflow
 
 # A benchmark file as Snakemake 9 writes it (results/benchmarks/train/.../seed0.tsv of a smoke run).
 BENCHMARK_TSV = ("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -132,3 +135,66 @@ def test_the_estimate_line_and_each_figure():
                                            (2400, "40 min"), (5100, "1 h 25 min"), (7200, "2 h")])
 def test_duration(seconds, said):
     assert duration(seconds) == said
+
+
+# --- the command, on the smoke config's DAG ---
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return copy_workflow(tmp_path_factory.mktemp("estimate"))
+
+
+def smoke_estimate(*args: str):
+    return CliRunner().invoke(main, ["status", "--estimate", "--configfile", "config/smoke.yaml", *args])
+
+
+def test_the_command_replays_every_job_of_the_smoke_config(workdir, monkeypatch):
+    """Every job of the smoke run takes 60 s: on one core the sum, on many the longest chain (data,
+    training, evaluation, figure: 4 jobs); the language figures' own chains are as long."""
+    from pipeline_src.bookkeeping.estimate import planned_jobs
+
+    monkeypatch.chdir(workdir)
+    plan = planned_jobs([Path("config/smoke.yaml")], ["all", "figure1"])
+    names = [j.name for j in plan["all"]]
+    assert all(j.outdated for j in plan["all"])  # nothing made yet: Snakemake would run every job
+    assert len(names) == len(set(names)) and {j.rule for j in plan["all"]} >= {
+        "train_data", "eval_data", "train", "evaluate", "plot_figure1", "language_corpus", "language_train"}
+    assert set(j.name for j in plan["figure1"]) < set(names) and "figures/figure1" in [j.name for j in plan["figure1"]]
+    write_times(workdir / "results", {name: 60.0 for name in names})
+    done = smoke_estimate("--cores", "1")
+    assert done.exit_code == 0, done.output
+    first, n = done.output.splitlines()[0], len(names)
+    on_two = makespan(plan["all"], {name: 60.0 for name in names}, 2)
+    assert first == (f"about {duration(60 * n)} on 1 core, from the last run's job times ({n} of {n} jobs "
+                     f"measured, {n} of them by a run Snakemake would redo (another config, code or input: their "
+                     f"times may not fit); 2 cores: about {duration(on_two)})"), first
+    done = smoke_estimate("--cores", "1000")
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("about 4 min on 1000 cores"), done.output
+    assert f"  figure1 " in done.output and "each figure alone on 1000 cores" in done.output
+
+    for name in names:  # no language model measured, one training job less
+        if name.startswith("language/train/") or name == next(n for n in names if n.startswith("train/")):
+            (workdir / "results" / "benchmarks" / f"{name}.tsv").unlink()
+    done = smoke_estimate("--cores", "1000")
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("partial estimate: about 4 min on 1000 cores"), done.output
+    assert "1 timed by the mean of their rule's measured jobs (train 1)" in done.output
+    assert "never measured, counted as 0 s (language_train " in done.output
+
+
+def test_the_command_without_benchmarks_says_to_run_first(workdir, monkeypatch, tmp_path):
+    monkeypatch.chdir(workdir)
+    done = smoke_estimate("--cores", "2", "--results", str(tmp_path / "elsewhere"))
+    assert done.exit_code == 1
+    assert done.output.count("\n") == 1 and "elsewhere/benchmarks: no job times" in done.output, done.output
+    assert "run the pipeline first" in done.output
+
+
+def test_the_command_needs_its_cores(workdir, monkeypatch):
+    monkeypatch.chdir(workdir)
+    done = smoke_estimate()
+    assert done.exit_code == 2 and "--estimate --cores N" in done.output
+    done = CliRunner().invoke(main, ["status", "--cores", "2"])
+    assert done.exit_code == 2 and "go with --estimate" in done.output
