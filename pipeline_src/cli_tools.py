@@ -127,7 +127,15 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 @click.option("--task", "tasks", multiple=True,
               help="Only these tasks (repeatable); default: every synthetic task of the config.")
 @click.option("--wide", is_flag=True, help="Notes whole, however long (default: cut to the terminal's width).")
-def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) -> None:
+@click.option("--estimate", is_flag=True,
+              help="Instead: the wall time of the config's run on --cores cores, replayed from the job times "
+                   "of the last run (results/benchmarks), whole and per figure.")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="With --estimate: the cores of the run estimated, as snakemake --cores N.")
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --estimate: the results folder whose benchmarks/ are read (default: results).")
+def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, estimate: bool, cores: int | None,
+           results: Path | None) -> None:
     """Print every experiment cell of the config (task, variant, scheme, seed) with its state and
     headline accuracy, one aligned row per cell. Run it from the pipeline's working directory.
     (The natural-language analysis is not listed.)
@@ -151,14 +159,30 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
                      with a scratchpad
       acc@train_max  accuracy at the longest evaluated length within the training lengths
       acc@longest    accuracy at the longest evaluated length
-    Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`."""
+    Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`.
+
+    With --estimate --cores N: how long `snakemake --cores N all` takes for the config, every job
+    timed by its benchmark file of the last run (results/benchmarks/<job>.tsv) and replayed on N
+    cores in dependency order (Snakemake's DAG of the config, every job), and each figure's target
+    alone (`snakemake --cores N figure1`). A job without a benchmark file takes the mean of its
+    rule's measured jobs; a rule never measured counts as 0 s and the estimate says it is partial.
+    Snakemake's own start and order add to it (see pipeline_src/bookkeeping/estimate.py)."""
     from .bookkeeping.status import StatusError, config_status, format_status
     from .studies import load_config
 
+    if not estimate and (cores is not None or results is not None):
+        raise click.UsageError("--cores and --results go with --estimate")
+    if estimate and (tasks or wide):
+        raise click.UsageError("--task and --wide are for the table of cells, not --estimate")
+    if estimate and cores is None:
+        raise click.UsageError("give the cores to estimate for: --estimate --cores N")
     try:
         config = load_config(configfiles)
     except StatusError as err:
         raise click.ClickException(str(err)) from None
+    if estimate:
+        _estimate(config, configfiles, cores, results)
+        return
     from .bookkeeping.jobs import tasks as synthetic_tasks
 
     unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
@@ -168,6 +192,19 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool) ->
 
     width = None if wide else shutil.get_terminal_size((120, 24)).columns
     click.echo(format_status(config_status(config, list(tasks) or None), width))
+
+
+def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: Path | None) -> None:
+    """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
+    be made."""
+    from .bookkeeping.estimate import EstimateError, estimate_run
+    from .bookkeeping.paths import RESULTS
+    from .studies import figures
+
+    try:
+        click.echo(estimate_run(configfiles, figures(config), cores, results or Path(RESULTS)))
+    except EstimateError as err:
+        raise click.ClickException(str(err)) from None
 
 
 @click.command()
