@@ -50,7 +50,7 @@ def test_sparse_parity_variants_are_k_train_values():
 
 
 def test_variable_assignment_variants_set_the_scratchpad_flag_of_both_datasets():
-    config = edited(variable_assignment={"runs": {"scratchpad": ["ppc"], "direct": ["rope_pose"]}})
+    config = edited(variable_assignment={"seeds": [0, 1], "runs": {"scratchpad": ["ppc"], "direct": ["rope_pose"]}})
     assert [(c["variant"], c["scheme"]) for c in jobs.cells(config, "variable_assignment")][::2] == [
         ("scratchpad", "ppc"), ("direct", "rope_pose")]
     for variant, flag in (("scratchpad", True), ("direct", False)):
