@@ -497,3 +497,31 @@ def test_readme_findings_table_is_the_committed_summarys(tmp_path, monkeypatch):
     begin, end = run_findings.readme_block(readme, REPO / "README.md")
     assert readme[begin:end].strip() == out.read_text().strip(), (
         f"README.md's findings table is not what {DEFAULT_RUN.relative_to(REPO)} gives; regenerate both: {REGENERATE}")
+
+
+# --- the report's landing page leads with the findings ---
+
+
+def test_the_landing_page_leads_with_the_findings_judged_from_the_results(tmp_path, config):
+    from docutils.core import publish_parts
+
+    from pipeline_src import studies
+    from pipeline_src.bookkeeping.landing import render
+
+    write_f2(tmp_path, config, 0.8, 0.1)
+    section = run_findings.landing_section(config, tmp_path)
+    assert section[0] == run_findings.LANDING_HEADING
+    assert "- **F2: reproduced** (the paper: " in "\n".join(section)
+    assert any(line.startswith("  - ppc 0.80 vs ") and "p = " in line for line in section)
+    page = render(config, studies.STUDIES, findings=lambda _: section)
+    assert page.index("**F2: reproduced**") < page.index("**Code and libraries**")
+    html = publish_parts(page, writer="html", settings_overrides={"report_level": 2})["html_body"]
+    assert "<strong>F2: reproduced</strong>" in html and "System Message" not in html  # valid reStructuredText
+
+
+def test_the_landing_page_says_in_one_line_why_findings_are_not_judged(tmp_path, config):
+    write_f2(tmp_path, config, 0.8, 0.1)
+    table = paths.under(tmp_path, paths.accuracy(task=F2_TASK, scheme="ppc", variant="scratchpad", seed=0))
+    table.write_bytes(b"not parquet")
+    section = run_findings.landing_section(config, tmp_path)
+    assert section[-2].startswith("Not judged: ") and "\n" not in section[-2]

@@ -168,3 +168,12 @@ def test_contradicting_agrees_with_statsmodels_holm():
         assert (found is not None) == holm.any()
         if found is not None:
             assert found.p_reverse == min(c.p_reverse for c in comparisons)
+
+
+def test_a_difference_the_wrong_way_round_plans_the_seeds_that_would_contradict():
+    """Two seeds a side, PPC below a baseline on both: undecided, with the seeds at which the reverse
+    would pass Holm's first step (alpha / 3 for three comparisons: 4 seeds a side, 1 / C(8, 4))."""
+    up = sig.compare("a", "b", "c", [1.0] * 4, [0.0] * 4, paired=False)
+    below = sig.compare("ppc", "rope", "length 9", [0.96, 0.96], [1.0, 1.0], paired=False)
+    assert sig.verdict([up, up, below]) == ("undecided: ppc below rope at length 9, not significantly; about 4 "
+                                            "seeds per run would show it significant")

@@ -204,16 +204,21 @@ def test_lint_is_clean(pipeline):
 
 
 def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline):
-    """The report as a person sees it (rendered by a headless browser): a landing page with labelled
-    entries for the code version, libraries and unfinished cells, every figure made with this
-    config; captions stating what each figure was made with."""
+    """The report as a person sees it (rendered by a headless browser): a landing page led by the
+    findings' verdicts and comparisons, with labelled entries for the code version, libraries and
+    unfinished cells, every figure made with this config; captions stating what each figure was made
+    with."""
     from pipeline_src.bookkeeping.records import code_version
     from tests.browser import rendered_text
 
     done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
     assert "workflow specific profile profiles/default" in done.stdout + done.stderr  # applied by itself
     page = rendered_text(pipeline / "report.html")
-    landing = page.split("Code and libraries", 1)[1]
+    first, landing = page.split("Code and libraries", 1)
+    findings = first.split("The paper's findings, judged from this run's tables", 1)[1]  # the page leads with them
+    for name in ("F1", "F2", "F3", "F4"):
+        assert re.search(rf"{name}: (reproduced|contradicted|undecided: .+?) \(the paper: ", findings), name
+    assert "p = " in findings and "seeds)" in findings  # the comparisons' numbers
     assert f"git commit: {code_version()['git_commit']}" in landing
     assert re.search(r"uncommitted changes: (yes|no) ", landing)
     assert re.search(r"library versions: python 3\.[\d.]+; torch \S+; numpy", landing)
@@ -260,7 +265,7 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
     top = ("(function (start) { var all = Array.prototype.slice.call(document.querySelectorAll('p, strong'));"
            " var el = all.filter(function (e) { return e.textContent.indexOf(start) === 0; })[0];"
            " return el ? el.getBoundingClientRect().top : 'missing'; })")
-    for start in ("The checkout that made this report", "Code and libraries"):
+    for start in ("What this run's tables say", "The paper's findings, judged from this run's tables"):
         value = measured(pipeline / "window.html", f"{top}('{start}')")
         with screenshot_on_failure(pipeline / "window.html", "report_landing_page"):
             assert value != "missing", start

@@ -1,6 +1,8 @@
-"""The landing page of ``snakemake --report``: the checkout making the report (git commit, dirty
-flag, package and library versions), whether each figure was made with the config the report was
-made with, and the cells under ``results/`` that did not finish.
+"""The landing page of ``snakemake --report``: first the paper's findings as the run's tables decide
+them (a section the Snakefile hands over: the findings belong to evaluation, which this package
+does not import), then the checkout making the report (git commit, dirty flag, package and library
+versions), whether each figure was made with the config the report was made with, and the cells
+under ``results/`` that did not finish.
 
 Each figure's caption states what that figure was made with (its own provenance record:
 :mod:`pipeline_src.figures.caption`); this page compares those records with the report's config,
@@ -17,6 +19,7 @@ config, its text made when the template prints it, at report time.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from . import paths
 from ..storage.canonical import canonical_json, config_hash
@@ -107,15 +110,16 @@ def _bullets(items: str | list[str]) -> list[str]:
     return ["  none"] if isinstance(items, str) else [f"  - ``{item}``" for item in items]
 
 
-def render(config: dict, studies: tuple[Study, ...]) -> str:
-    """The landing page as reStructuredText."""
+def render(config: dict, studies: tuple[Study, ...], findings: Callable[[dict], list[str]] | None = None) -> str:
+    """The landing page as reStructuredText, led by the lines ``findings(config)`` gives, if any."""
     code = code_version()
     dirty = {True: "yes", False: "no", None: "unknown"}[code["git_dirty"]]
     libraries = "; ".join(f"{name} {version or 'not installed'}" for name, version in library_versions().items())
     lines = [*TOP_ALIGNED,
-             "The checkout that made this report, whether each figure was made with the config this report",
-             "was given (each figure's caption states what it was made with), and the cells that did not",
-             "finish.", "",
+             "What this run's tables say of the paper's findings; then the checkout that made this report,",
+             "whether each figure was made with the config this report was given (each figure's caption",
+             "states what it was made with), and the cells that did not finish.", "",
+             *(findings(config) if findings else []),
              "**Code and libraries**", "",
              f":git commit: ``{code['git_commit']}``",
              f":uncommitted changes: {dirty}",
@@ -129,16 +133,17 @@ def render(config: dict, studies: tuple[Study, ...]) -> str:
 
 
 class LandingPage(str):
-    """The landing page of a config and the pipeline's studies, made when printed (``str()``); as a
-    string value (JSON, YAML), empty."""
+    """The landing page of a config and the pipeline's studies (led by the lines ``findings`` makes of
+    the config), made when printed (``str()``); as a string value (JSON, YAML), empty."""
 
-    def __new__(cls, config: dict | None = None, studies: tuple[Study, ...] = ()):
+    def __new__(cls, config: dict | None = None, studies: tuple[Study, ...] = (),
+                findings: Callable[[dict], list[str]] | None = None):
         page = super().__new__(cls, "")
-        page.config, page.studies = config, studies
+        page.config, page.studies, page.findings = config, studies, findings
         return page
 
     def __str__(self) -> str:
-        return render(self.config, self.studies)
+        return render(self.config, self.studies, self.findings)
 
 
 def counts() -> dict[str, int]:

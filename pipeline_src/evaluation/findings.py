@@ -320,3 +320,13 @@ def as_text(rows: list[Finding], width: int = 100) -> str:
             lines += textwrap.wrap(part, width, initial_indent=f"  {'numbers' if i == 0 else '':<10} ",
                                    subsequent_indent=" " * 15)
     return "\n".join(lines)
+
+
+def as_rst(rows: list[Finding]) -> list[str]:
+    """The findings as reStructuredText lines for the report's landing page: per finding its verdict
+    and claim, then each comparison (or the numbers compared) as a bullet."""
+    lines = []
+    for row in rows:
+        lines += [f"- **{row.finding}: {row.verdict}** (the paper: {row.claim})", ""]
+        lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]
+    return lines

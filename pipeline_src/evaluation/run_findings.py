@@ -61,6 +61,27 @@ def findings(config: dict, rows: pl.DataFrame) -> list[judged.Finding]:
     return [judged.judge(name, spec, rows, task) for name, (spec, task) in figure_specs(config).items()]
 
 
+LANDING_HEADING = "**The paper's findings, judged from this run's tables**"
+
+
+def landing_section(config: dict, results: Path | None = None) -> list[str]:
+    """The first section of the report's landing page: the findings of ``config``'s runs judged from
+    the tables under ``results`` (default ``results/``) as reStructuredText lines, or one line saying
+    why they cannot be judged (tables made with another config, an unreadable table)."""
+    from ..storage.errors import one_line
+    from .judged_config import ConfigMismatch, check
+
+    results = Path(paths.RESULTS) if results is None else results
+    intro = [LANDING_HEADING, "", "Each comparison: a one-sided permutation test over seeds (alpha 0.05), the "
+             "difference with its 95% confidence interval; docs/findings.md says how the verdicts follow.", ""]
+    try:
+        check(config, results, ())
+        found = findings(config, results_rows(config, results))
+    except (ConfigMismatch, run_summary.SummaryError, ValueError, OSError) as err:
+        return [*intro, f"Not judged: {one_line(err)}", ""]
+    return [*intro, *judged.as_rst(found)]
+
+
 def readme_block(text: str, source: Path) -> tuple[int, int]:
     """Where the findings table of the README text ``text`` (read from ``source``) starts and ends."""
     begin, end = text.find(README_BEGIN), text.find(README_END)

@@ -42,11 +42,11 @@ MOST_SEEDS = 1000  # the most seeds per run a plan considers
 REPRODUCED, CONTRADICTED, UNDECIDED = "reproduced", "contradicted", "undecided"
 
 
-def fewest_seeds(paired: bool) -> int:
-    """The fewest seeds per run at which the exact permutation test can reach :data:`ALPHA` at all:
-    its smallest p is 1 / C(2n, n) for two runs of n seeds, 1 / 2^n for n paired seeds."""
+def fewest_seeds(paired: bool, alpha: float = ALPHA) -> int:
+    """The fewest seeds per run at which the exact permutation test can reach ``alpha`` at all: its
+    smallest p is 1 / C(2n, n) for two runs of n seeds, 1 / 2^n for n paired seeds."""
     smallest_p = (lambda n: 0.5 ** n) if paired else (lambda n: 1 / math.comb(2 * n, n))
-    return next(n for n in range(1, 64) if smallest_p(n) <= ALPHA)
+    return next(n for n in range(1, 64) if smallest_p(n) <= alpha)
 
 
 @dataclass(frozen=True)
@@ -140,25 +140,25 @@ def spread(a: np.ndarray, b: np.ndarray, paired: bool) -> float | None:
     return math.sqrt(sum(variances) / len(variances)) if variances else None
 
 
-def seeds_needed(a: np.ndarray, b: np.ndarray, paired: bool) -> int | None:
-    """Seeds per run for a one-sided test at :data:`ALPHA` to find the measured difference with
-    power :data:`POWER`, were the per-seed spread as measured: the smallest n, from
-    :func:`fewest_seeds` up, whose t-test power for the effect size d = difference / spread reaches
-    it (statsmodels' ``TTestIndPower`` for two runs of n seeds, ``TTestPower`` on n paired
-    differences). None where the difference is not in the claimed direction, no spread is measured,
-    or more than :data:`MOST_SEEDS` would be needed."""
+def seeds_needed(a: np.ndarray, b: np.ndarray, paired: bool, alpha: float = ALPHA) -> int | None:
+    """Seeds per run for a one-sided test at ``alpha`` to find the measured difference with power
+    :data:`POWER`, were the per-seed spread as measured: the smallest n, from :func:`fewest_seeds`
+    up, whose t-test power for the effect size d = difference / spread reaches it (statsmodels'
+    ``TTestIndPower`` for two runs of n seeds, ``TTestPower`` on n paired differences). None where
+    the difference is not in the claimed direction, no spread is measured, or more than
+    :data:`MOST_SEEDS` would be needed."""
     from statsmodels.stats.power import TTestIndPower, TTestPower
 
     difference, deviation = float(np.mean(a) - np.mean(b)), spread(a, b, paired)
     if difference <= 0 or deviation is None:
         return None
-    floor = fewest_seeds(paired)
+    floor = fewest_seeds(paired, alpha)
     if deviation == 0:
         return floor
     analysis, effect = (TTestPower() if paired else TTestIndPower()), difference / deviation
     for start in range(floor, MOST_SEEDS + 1, 32):  # 32 at a time: the power of 1,000 sizes costs 0.1 s
         seeds = np.arange(start, min(start + 32, MOST_SEEDS + 1))
-        reached = np.flatnonzero(np.asarray(analysis.power(effect, seeds, ALPHA, alternative="larger")) >= POWER)
+        reached = np.flatnonzero(np.asarray(analysis.power(effect, seeds, alpha, alternative="larger")) >= POWER)
         if len(reached):
             return int(seeds[reached[0]])
     return None
@@ -188,6 +188,12 @@ def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
     open_ = [c for c in comparisons if not c.significant]
     if not open_:
         return REPRODUCED
+    reversed_ = [c for c in open_ if c.difference < 0]
+    if reversed_:  # the way to a decision is a contradiction: Holm's first step, at ALPHA / m
+        c = max(reversed_, key=lambda c: -c.difference)
+        n = seeds_needed(np.asarray(c.b), np.asarray(c.a), c.paired, ALPHA / len(comparisons))
+        plan = f"; about {n} seeds per run would show it significant" if n else ""
+        return f"{UNDECIDED}: {c.better} below {c.worse} at {c.cell}, not significantly{plan}"
     unplanned = [c for c in open_ if c.needed is None]
     if unplanned:
         c = unplanned[0]

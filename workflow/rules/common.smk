@@ -27,8 +27,15 @@ except (jobs.ConfigError, StatusError) as err:
     raise WorkflowError(f"invalid config: {err}")
 
 
-# The report's landing page (workflow/report/landing.rst), made only when a report prints it.
-config["report_landing_page"] = LandingPage(config, studies.STUDIES)
+# The report's landing page (workflow/report/landing.rst), made only when a report prints it: the
+# paper's findings judged from the run's tables first (imported then: no job pays for it).
+def findings_section(config):
+    from pipeline_src.evaluation.run_findings import landing_section
+
+    return landing_section(config)
+
+
+config["report_landing_page"] = LandingPage(config, studies.STUDIES, findings=findings_section)
 
 
 # No wildcard admits a slash or a dot: no config value or target can name a path outside results.
