@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .bookkeeping import jobs
+from .bookkeeping import paths
 from .bookkeeping.status import BASE_CONFIG, checked_config
 from .bookkeeping.study import Study
 from .bookkeeping.task_study import TaskStudy
@@ -35,6 +36,13 @@ def study_of(figure: str) -> Study:
         if figure in study.all_figures():
             return study
     raise KeyError(f"no study draws a figure {figure!r}; known: {all_figures()}")
+
+
+def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
+    """The tables ``figure``'s job reads (its study's ``figure_tables``), as far as they exist under
+    the results folder ``results``: what ``lengthgen findings`` judges a finding from."""
+    wanted = study_of(figure).figure_tables(config, figure)
+    return [path for name in wanted if (path := paths.under(results, name)).is_file()]
 
 
 def validate(config: dict) -> None:

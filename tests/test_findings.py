@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from pipeline_src.bookkeeping import jobs
 from pipeline_src.bookkeeping import paths
+from pipeline_src import studies
 from pipeline_src.cli import main
 from pipeline_src.evaluation import findings as judged
 from pipeline_src.evaluation import run_findings, run_summary
@@ -399,7 +400,7 @@ def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path,
 
     write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
     spec = jobs.figure_spec(config, "figure2")
-    paragraph = judged.caption("figure2", spec, run_findings.figure_inputs(config, "figure2", tmp_path))
+    paragraph = judged.caption("figure2", spec, studies.figure_inputs(config, "figure2", tmp_path))
     assert paragraph.startswith(f"**F2: {expected}") and "** (the paper: " in paragraph
     assert f"at length {f2_beyond(config)}" in paragraph  # the criterion, and the numbers it compared
     assert f"ppc {0.8 if good else 0.1:.2f} vs " in paragraph

@@ -1,6 +1,6 @@
 """Whether the tables ``lengthgen findings`` judges were made with the config it judges them by.
 
-Each finding is judged from its figure's tables (:func:`.run_findings.figure_inputs`) with the
+Each finding is judged from its figure's tables (:func:`pipeline_src.studies.figure_inputs`) with the
 figure's spec, both taken from the config: tables made with another config are judged at the wrong
 lengths or k_test, or fail to read (an influence table of another context and k_max does not pass
 the schema this config gives). So before judging, each table's provenance chain (the config subset
@@ -31,7 +31,6 @@ from ..bookkeeping.landing import expected_values, value_differences, values_tex
 from ..bookkeeping.status import BASE_CONFIG, StatusError
 from ..storage.provenance import upstream_values
 from .findings import FINDING_FIGURE
-from .run_findings import figure_inputs
 
 
 class ConfigMismatch(ValueError):
@@ -55,7 +54,7 @@ def first_difference(config: dict, results: Path) -> str | None:
     tables in order) that records a config value ``config`` does not give its job, as "table: made
     with rule field=value, the config says value"; None where every table matches or has no record.
     An empty string: no table to compare."""
-    from ..studies import study_of
+    from ..studies import figure_inputs, study_of
 
     compared = False
     for figure in FINDING_FIGURE.values():

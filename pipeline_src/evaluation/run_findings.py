@@ -32,16 +32,10 @@ def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
     return specs
 
 
-def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
-    """The tables ``figure``'s job reads, as far as they exist under the results folder ``results``."""
-    from ..studies import study_of
-
-    wanted = study_of(figure).figure_tables(config, figure)
-    return [path for name in wanted if (path := paths.under(results, name)).is_file()]
-
-
 def results_rows(config: dict, results: Path) -> pl.DataFrame:
     """The run-summary rows of every finding's figure of ``config``, from the tables under ``results``."""
+    from ..studies import figure_inputs
+
     parts = [run_summary.figure_rows(spec, figure_inputs(config, judged.FINDING_FIGURE[name], results))
              for name, (spec, _) in figure_specs(config).items() if spec is not None]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
