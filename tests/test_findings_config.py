@@ -72,14 +72,14 @@ def test_with_the_configfile_they_were_made_with_they_are_judged(tmp_path, in_re
     recorded_runs(tmp_path, load_config([SMOKE]))
     done = findings(tmp_path, SMOKE)
     assert done.exit_code == 0, done.output
-    assert "F2: no results" not in done.output and "F4: no results" not in done.output, done.output
+    assert "F2: undecided: no results" not in done.output and "F4: undecided: no results" not in done.output, done.output
 
 
 def test_results_of_the_default_config_are_judged_as_before(tmp_path, in_repo):
     recorded_runs(tmp_path, default_config())
     done = findings(tmp_path)
     assert done.exit_code == 0, done.output
-    assert "F2: no results" not in done.output and "F1: no results" in done.output, done.output
+    assert "F2: undecided: no results" not in done.output and "F1: undecided: no results" in done.output, done.output
 
 
 def test_results_of_no_shipped_config_name_the_field_and_ask_for_their_configfile(tmp_path, in_repo):
@@ -107,4 +107,4 @@ def test_a_results_folder_elsewhere_is_compared_with_its_own_upstream_files(tmp_
     shutil.copytree(REPO / "config", tmp_path / "here" / "config")
     done = findings(tmp_path / "elsewhere" / "results", SMOKE)
     assert done.exit_code == 0, done.output
-    assert "F2: no results" not in done.output, done.output
+    assert "F2: undecided: no results" not in done.output, done.output

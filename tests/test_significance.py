@@ -177,3 +177,10 @@ def test_a_difference_the_wrong_way_round_plans_the_seeds_that_would_contradict(
     below = sig.compare("ppc", "rope", "length 9", [0.96, 0.96], [1.0, 1.0], paired=False)
     assert sig.verdict([up, up, below]) == ("undecided: ppc below rope at length 9, not significantly; about 4 "
                                             "seeds per run would show it significant")
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_one_seed_is_never_significant_and_says_so(paired):
+    found = sig.compare("a", "b", "c", [1.0], [0.0], paired=paired)
+    assert not found.significant and found.p_reverse == 1.0 and "too few to test" in str(found)
+    assert sig.verdict([found]).startswith(sig.UNDECIDED)

@@ -86,6 +86,8 @@ class Comparison:
         """``ppc 0.67 vs rope 0.00 at length 30 (2 and 2 seeds): +0.67 [-7.81, 9.14], p = 0.167,
         not significant``."""
         seeds = f"{len(self.a)} paired seeds" if self.paired else f"{len(self.a)} and {len(self.b)} seeds"
+        if min(len(self.a), len(self.b)) < 2:
+            seeds += ", too few to test"
         ci = "no interval" if math.isnan(self.ci_low) else f"[{self.ci_low:+.2f}, {self.ci_high:+.2f}]"
         outcome = "significant" if self.significant else (
             f"significant the other way (p = {self.p_reverse:.3g})" if self.p_reverse <= ALPHA else "not significant")
@@ -103,6 +105,8 @@ def compare(better: str, worse: str, cell: str, a, b, *, paired: bool) -> Compar
         raise ValueError(f"{better} vs {worse}: {len(a)} and {len(b)} values ({'paired' if paired else 'independent'})")
 
     def p_value(alternative: str) -> float:
+        if min(len(a), len(b)) < 2:  # scipy needs two seeds a side; one seed gives p >= 1/2 (1 against 1)
+            return 1.0
         return float(stats.permutation_test(
             (a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), vectorized=True,
             permutation_type="samples" if paired else "independent", alternative=alternative,
