@@ -47,12 +47,13 @@ class _VisibleText(HTMLParser):
 
 
 def rendered_text(page: Path) -> str:
-    """The visible text of ``page`` once the browser has run its scripts."""
+    """The visible text of ``page`` once the browser has run its scripts (their timers let run, so a
+    page still building itself on a busy machine is not read half-made)."""
     if BROWSER is None:
         pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
-    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                           Path(page).resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    done = _in_window(Path(page), (1280, 800), "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
+    assert not re.search(r'<div id="app">\s*</div>', done.stdout), f"{page}: the report's scripts had not built the page"
     parser = _VisibleText()
     parser.feed(done.stdout)
     return re.sub(r"\s+", " ", "".join(parser.parts))
