@@ -53,15 +53,21 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
 @CONFIGFILES
 @click.option("--from-summary", "from_summary", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Judge from this run summary (written by --export) instead of a results folder.")
+@click.option("--scales", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge every run summary this scales file lists, each with its own config, side by "
+                   "side (docs/findings/scales.yaml: the README's table).")
 @click.option("--export", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the numbers judged to this file as a run summary (CSV), e.g. "
                    "docs/findings/default_run.csv.")
+@click.option("--keep-others", "keep_others", is_flag=True,
+              help="With --export: keep that file's rows of the findings RESULTS has no tables for (figures "
+                   "run in separate sittings), and judge them too.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the findings to this file as a Markdown table.")
 @click.option("--readme", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Also put that Markdown table between the findings markers of this file (README.md).")
-def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, export: Path | None,
-             markdown_file: Path | None, readme: Path | None) -> None:
+def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, scales: Path | None,
+             export: Path | None, keep_others: bool, markdown_file: Path | None, readme: Path | None) -> None:
     """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
     config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
     and the verdict. Tables whose provenance records another config stop it first, in one line naming
@@ -69,16 +75,35 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     from .bookkeeping.paths import RESULTS
     from .evaluation.judged_config import ConfigMismatch
     from .evaluation.run_findings import report
+    from .evaluation.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
         raise click.UsageError("give RESULTS or --from-summary, not both")
+    if keep_others and export is None:
+        raise click.UsageError("--keep-others keeps rows of the --export file: give --export")
+    if scales is not None:
+        if results is not None or from_summary is not None or configfiles or export is not None:
+            raise click.UsageError("--scales judges the summaries its file names, each with its own config: "
+                                   "give no RESULTS, --from-summary, --configfile or --export with it")
+        return _judged_scales(scales, markdown_file, readme)
     results = results or Path(RESULTS)
     if from_summary is None and not results.is_dir():
         raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
     try:
-        click.echo(report(results, configfiles, from_summary=from_summary, export=export,
+        click.echo(report(results, configfiles, from_summary=from_summary, export=export, keep_others=keep_others,
                           markdown_file=markdown_file, readme=readme))
-    except ConfigMismatch as err:
+    except (ConfigMismatch, SummaryError) as err:
+        raise click.ClickException(str(err)) from None
+
+
+def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None) -> None:
+    from .bookkeeping.status import StatusError
+    from .evaluation import scales as across
+    from .evaluation.run_summary import SummaryError
+
+    try:
+        click.echo(across.report(scales, markdown_file=markdown_file, readme=readme))
+    except (across.ScalesError, SummaryError, StatusError) as err:
         raise click.ClickException(str(err)) from None
 
 

@@ -482,22 +482,20 @@ def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
                                   f"{run_findings.README_END}\nafter\n")
 
 
-DEFAULT_RUN = REPO / "docs" / "findings" / "default_run.csv"  # the committed summary of the default run
-REGENERATE = ("lengthgen findings RESULTS --export docs/findings/default_run.csv --readme README.md (from the "
-              "default run's results; or --from-summary docs/findings/default_run.csv --readme README.md)")
+SCALES = REPO / "docs" / "findings" / "scales.yaml"  # the committed summaries the README's table shows
+REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
+              "lengthgen findings --scales docs/findings/scales.yaml --readme README.md")
 
 
-@pytest.mark.skipif(not DEFAULT_RUN.is_file(), reason=f"no committed summary of the default run ({DEFAULT_RUN.name} "
-                    "under docs/findings/): the README's findings table is still hand-written")
-def test_readme_findings_table_is_the_committed_summarys(tmp_path, monkeypatch):
-    monkeypatch.chdir(REPO)  # config/config.yaml: the default run's config
+def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
     out = tmp_path / "findings.md"
-    done = CliRunner().invoke(main, ["findings", "--from-summary", str(DEFAULT_RUN), "--markdown", str(out)])
+    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES), "--markdown", str(out)])
     assert done.exit_code == 0, done.output
     readme = (REPO / "README.md").read_text()
     begin, end = run_findings.readme_block(readme, REPO / "README.md")
     assert readme[begin:end].strip() == out.read_text().strip(), (
-        f"README.md's findings table is not what {DEFAULT_RUN.relative_to(REPO)} gives; regenerate both: {REGENERATE}")
+        f"README.md's findings table is not what {SCALES.relative_to(REPO)} gives; regenerate: {REGENERATE}")
 
 
 # --- the report's landing page leads with the findings ---
@@ -526,3 +524,87 @@ def test_the_landing_page_says_in_one_line_why_findings_are_not_judged(tmp_path,
     table.write_bytes(b"not parquet")
     section = run_findings.landing_section(config, tmp_path)
     assert section[-2].startswith("Not judged: ") and "\n" not in section[-2]
+
+
+# --- findings across scales (--scales) and figures run in separate sittings (--keep-others) ---
+
+
+def exported(results, configfiles: tuple[str, ...], summary) -> None:
+    """``lengthgen findings RESULTS --export SUMMARY`` (run from the repository: config/config.yaml)."""
+    options = [arg for file in configfiles for arg in ("--configfile", file)]
+    done = CliRunner().invoke(main, ["findings", str(results), *options, "--export", str(summary)])
+    assert done.exit_code == 0, done.output
+
+
+def scale(name: str, summary: str, configfiles: tuple[str, ...] = ()) -> dict:
+    return {"name": name, "summary": summary, "configfiles": list(configfiles), "device": "a CPU",
+            "date": "2026-11-26"}
+
+
+def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tmp_path, monkeypatch):
+    """Two summaries, each judged with the config it was made with, one verdict column each; a scale
+    without a summary yet reads "no results yet", never a verdict."""
+    import yaml
+
+    from pipeline_src.studies import load_config
+
+    monkeypatch.chdir(REPO)
+    write_f2(tmp_path / "cpu", default_config(), 0.8, 0.1)
+    exported(tmp_path / "cpu", (), tmp_path / "cpu.csv")
+    write_f2(tmp_path / "smoke", load_config(["config/smoke.yaml"]), 0.8, 0.1)  # one seed: too few to test
+    exported(tmp_path / "smoke", ("config/smoke.yaml",), tmp_path / "smoke.csv")
+    entries = [scale("CPU", "cpu.csv"), scale("smoke", "smoke.csv", ("config/smoke.yaml",)),
+               scale("GPU", "gpu.csv")]
+    (tmp_path / "scales.yaml").write_text(yaml.safe_dump(entries))
+    done = CliRunner().invoke(main, ["findings", "--scales", str(tmp_path / "scales.yaml"),
+                                     "--markdown", str(tmp_path / "table.md")])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    f2 = lines.index(next(line for line in lines if line.startswith("F2 ")))
+    assert lines[f2].split()[1:3] == ["CPU", "reproduced"]
+    assert lines[f2 + 1].split()[:2] == ["smoke", "undecided:"] and "one seed per run" in lines[f2 + 1]
+    assert lines[f2 + 2].split() == ["GPU", "no", "results", "yet"]
+    assert "== smoke: a CPU, 2026-11-26, config/config.yaml config/smoke.yaml" in done.output
+    table = (tmp_path / "table.md").read_text()
+    assert table.startswith("| finding | claim | CPU | smoke | GPU |")
+    f2_row = next(line for line in table.splitlines() if line.startswith("| F2 |")).split(" | ")
+    assert f2_row[2] == "reproduced" and f2_row[3].startswith("undecided: ") and f2_row[4] == "no results yet |"
+    assert table.count("<details>") == 2  # the criteria and numbers of each scale judged
+
+
+@pytest.mark.parametrize("changed, message", [
+    ({"name": None}, "scale 1: no field 'name'"),
+    ({"configfiles": "config/mid.yaml"}, "scale 1: configfiles is 'config/mid.yaml', not a list"),
+    ({"seeds": 3}, "scale 1: unknown field 'seeds'"),
+])
+def test_a_scales_file_with_a_bad_entry_is_refused_in_one_line_naming_it(tmp_path, changed, message):
+    """A field missing (None here), of another type or unknown: one line naming the file, the scale
+    and the field."""
+    import yaml
+
+    entry = {field: value for field, value in {**scale("CPU", "cpu.csv"), **changed}.items() if value is not None}
+    (tmp_path / "scales.yaml").write_text(yaml.safe_dump([entry]))
+    done = CliRunner().invoke(main, ["findings", "--scales", str(tmp_path / "scales.yaml")])
+    assert done.exit_code != 0 and len(done.output.strip().splitlines()) == 1, done.output
+    assert f"scales.yaml: {message}" in done.output
+
+
+def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own(tmp_path, monkeypatch):
+    """Figures run in separate sittings: an export with --keep-others replaces the rows of the figures
+    it has tables for and keeps the earlier rows of the others; without it, only its own."""
+    monkeypatch.chdir(REPO)
+    config = default_config()
+    summary = tmp_path / "run.csv"
+    write_all_four(tmp_path / "all", config)
+    exported(tmp_path / "all", (), summary)
+    before = run_summary.read(summary)
+    write_f2(tmp_path / "f2", config, 0.1, 0.8)  # F2 again, now the other way
+    done = CliRunner().invoke(main, ["findings", str(tmp_path / "f2"), "--export", str(summary), "--keep-others"])
+    assert done.exit_code == 0, done.output
+    after = run_summary.read(summary)
+    assert set(after["task"]) == set(before["task"])
+    assert after.filter(pl.col("task") != F2_TASK).equals(before.filter(pl.col("task") != F2_TASK))
+    assert not after.filter(pl.col("task") == F2_TASK).equals(before.filter(pl.col("task") == F2_TASK))
+    assert "F2: contradicted" in done.output and "no results" not in done.output
+    exported(tmp_path / "f2", (), summary)
+    assert set(run_summary.read(summary)["task"]) == {F2_TASK}

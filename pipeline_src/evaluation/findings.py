@@ -298,11 +298,11 @@ def caption(figure: str, spec: dict, inputs: list[Path]) -> str:
             f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}.")
 
 
-def as_markdown(rows: list[Finding]) -> str:
-    """The findings as a Markdown table, one row per finding (no trailing newline)."""
+def as_markdown(rows: list[Finding], columns: tuple[str, ...] = COLUMNS) -> str:
+    """The findings as a Markdown table of ``columns``, one row per finding (no trailing newline)."""
     from .tables import markdown
 
-    frame = pl.DataFrame([[getattr(row, column) for column in COLUMNS] for row in rows], schema=list(COLUMNS),
+    frame = pl.DataFrame([[getattr(row, column) for column in columns] for row in rows], schema=list(columns),
                          orient="row")
     return markdown(frame)
 

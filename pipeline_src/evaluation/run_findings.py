@@ -94,12 +94,15 @@ def put_in_readme(readme: Path, table: str) -> None:
 
 
 def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary: Path | None = None,
-           export: Path | None = None, markdown_file: Path | None = None, readme: Path | None = None) -> str:
+           export: Path | None = None, keep_others: bool = False, markdown_file: Path | None = None,
+           readme: Path | None = None) -> str:
     """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
-    Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. Tables
-    made with another config are a :class:`.judged_config.ConfigMismatch`, before anything is judged."""
+    Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
+    ``keep_others``, ``export``'s earlier rows of the tasks without tables under ``results`` are kept
+    and judged too (figures run in separate sittings). Tables made with another config are a
+    :class:`.judged_config.ConfigMismatch`, before anything is judged."""
     from ..studies import load_config
     from ..storage.atomic import write_text
 
@@ -109,6 +112,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
 
         check(config, results, configfiles)
     rows = summary_rows(config, from_summary) if from_summary else results_rows(config, results)
+    if keep_others and export is not None and export.is_file():
+        rows = run_summary.merged(summary_rows(config, export), rows)
     found = findings(config, rows)
     if export is not None:
         run_summary.write(rows, export)

@@ -112,6 +112,12 @@ def check_made_with(rows: pl.DataFrame, spec: dict, source: Path) -> None:
                                f"config has language.figure.{field}={spec[field]:g}; export the summary again")
 
 
+def merged(earlier: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows``, with ``earlier``'s rows of every task ``rows`` has none of (figures run apart)."""
+    kept = earlier.filter(~pl.col("task").is_in(rows["task"].unique().to_list()))
+    return canonical(pl.concat([kept, rows]))
+
+
 def write(rows: pl.DataFrame, path: Path) -> None:
     """``rows`` as the CSV run summary ``path`` (atomically)."""
     from ..storage.atomic import write_text
