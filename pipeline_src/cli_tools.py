@@ -141,7 +141,9 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
             raise click.UsageError("--verify prints a report of its own: drop --json and --config")
         _verify(artifact)
         return
-    chain = trace(artifact)
+    from .bookkeeping.paths import same_job
+
+    chain = trace(artifact, stand_ins=same_job)
     if "missing" in chain:
         raise click.ClickException(chain["missing"])
     click.echo(json.dumps(chain, indent=2) if as_json else format_trace(chain, with_config))

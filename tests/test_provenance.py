@@ -63,3 +63,26 @@ def test_provenance_of_a_file_without_record_fails_clearly(tmp_path):
     stray.write_bytes(b"not a figure")
     shown = CliRunner().invoke(main, ["provenance", str(stray)])
     assert shown.exit_code != 0 and "no provenance record" in shown.output
+
+
+def test_a_model_without_its_weights_is_traced_by_its_trainings_model_json(tmp_path, train_data, eval_data,
+                                                                          monkeypatch):
+    """Results brought back without weights (a GPU machine's): the chain reads the model's record
+    from the model.json its training wrote beside it (the same record but for the artifact), says
+    so, and goes on upstream; without stand-ins the model has no provenance."""
+    from pipeline_src.bookkeeping.paths import same_job
+
+    monkeypatch.chdir(tmp_path)
+    spec = tiny_train_spec()
+    train(spec, "train.parquet", "train/m", progress=lambda _: None)
+    evaluate({"batch_size": 8, "seed": 2}, "train/m", "eval.parquet", "acc.parquet", progress=lambda _: None)
+    for gone in ("train/m/model.safetensors", "train/m/model.safetensors.prov.json"):
+        (tmp_path / gone).unlink()
+
+    assert "missing" in trace("acc.parquet")["upstream"]["model"]
+    model = trace("acc.parquet", stand_ins=same_job)["upstream"]["model"]
+    assert model["stood_in"] == "train/m/model.json" and "artifact" not in model["record"]
+    assert model["record"]["config"] == spec and model["upstream"]["train_data"]["record"]["config"]["split"] == "train"
+    shown = CliRunner().invoke(main, ["provenance", "acc.parquet"])
+    assert shown.exit_code == 0 and "[not here; its job's record, read from train/m/model.json]" in shown.output, shown.output
+    assert same_job("eval/x/accuracy.parquet") == []

@@ -98,6 +98,17 @@ def train_outputs(**wildcards) -> dict[str, str]:
     return {role: f"{folder}/{name}" for role, name in TRAIN_FILES.items()}
 
 
+def same_job(path: str) -> list[str]:
+    """The other files the job that writes ``path`` writes beside it, each carrying the same record
+    but for its artifact: a training's outputs (a model's ``model.json`` and log, kept where its
+    weights are not); none for any other file."""
+    written = Path(path)
+    names = list(TRAIN_FILES.values())
+    if written.name not in names or "train" not in written.parts:
+        return []
+    return [str(written.with_name(name)) for name in names if name != written.name]
+
+
 def accuracy(**wildcards) -> str:
     return f"{RESULTS}/{eval_job(**wildcards)}/accuracy.parquet"
 

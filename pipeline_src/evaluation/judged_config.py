@@ -8,8 +8,10 @@ of every job upstream of it, :func:`pipeline_src.storage.provenance.upstream_val
 with the specs this config's jobs would run with, as the report's landing page compares a figure's
 (:func:`pipeline_src.bookkeeping.landing.value_differences`). The chain is read in the results folder
 judged (records name their inputs under ``results/``, relative to the run's working directory), so
-a run's own folder moved or kept elsewhere is compared with its own upstream files. Tables without
-a record (made by hand) add nothing to compare; missing tables stay "no results".
+a run's own folder moved or kept elsewhere is compared with its own upstream files. A model whose
+weights are not there (a GPU machine's results brought back without them) is compared by the
+record of its ``model.json``, which its training wrote with the same config. Tables without a
+record (made by hand) add nothing to compare; missing tables stay "no results".
 
 Where a table differs, the command stops with one line naming the table and the first field that
 differs, and the ``--configfile``s to pass if a shipped layering (``config/config.yaml`` alone,
@@ -65,8 +67,8 @@ def first_difference(config: dict, results: Path) -> str | None:
         expected = expected_values(config, study, figure) if tables else {}
         for table in tables:
             compared = True
-            differences = value_differences(upstream_values([table], locate_under(results)), expected,
-                                            study.train_rule)
+            made_with = upstream_values([table], locate_under(results), paths.same_job)
+            differences = value_differences(made_with, expected, study.train_rule)
             if differences:
                 rule, key, values, allowed = differences[0]
                 return (f"{table}: made with {rule} {key}={values_text(values)}, "

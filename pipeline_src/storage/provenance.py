@@ -99,24 +99,37 @@ def read_record(path: str | Path) -> dict:
     raise FileNotFoundError(f"{path}: no provenance record (no sidecar {side.name}, no embedded metadata)")
 
 
-def trace(path: str | Path, _seen: dict | None = None, locate: Callable[[str], str] | None = None) -> dict:
+def trace(path: str | Path, _seen: dict | None = None, locate: Callable[[str], str] | None = None,
+          stand_ins: Callable[[str], list[str]] | None = None) -> dict:
     """The provenance chain of ``path``: its record with each input's chain nested under ``upstream``.
     Inputs are read where their records name them (relative to the pipeline's working directory),
-    or where ``locate`` puts each recorded path (a results folder moved elsewhere)."""
+    or where ``locate`` puts each recorded path (a results folder moved elsewhere). A file without a
+    record here (weights not brought back from a GPU machine, say) takes the record of the first of
+    ``stand_ins(path)`` that has one, less its artifact: files one job writes carry the same record
+    but for the artifact, so it says what made the file (``stood_in`` names the file read)."""
     seen = {} if _seen is None else _seen
     key = str(path)
     if key in seen:
         return seen[key]
-    try:
-        record = read_record(path)
-    except FileNotFoundError as err:
-        node = {"path": key, "missing": str(err)}
-    else:
-        node = {"path": key, "record": record, "upstream": {}}
-        for role, item in record.get("inputs", {}).items():
-            node["upstream"][role] = trace(locate(item["path"]) if locate else item["path"], seen, locate)
+    node = _recorded(key)
+    for other in (stand_ins(key) if stand_ins and "missing" in node else []):
+        found = _recorded(other)
+        if "record" in found:
+            record = {name: value for name, value in found["record"].items() if name != "artifact"}
+            node = {"path": key, "record": record, "upstream": {}, "stood_in": other}
+            break
+    for role, item in node.get("record", {}).get("inputs", {}).items():
+        node["upstream"][role] = trace(locate(item["path"]) if locate else item["path"], seen, locate, stand_ins)
     seen[key] = node
     return node
+
+
+def _recorded(path: str) -> dict:
+    """A chain node of ``path`` with its record and no upstream yet, or with why it has none."""
+    try:
+        return {"path": path, "record": read_record(path), "upstream": {}}
+    except FileNotFoundError as err:
+        return {"path": path, "missing": str(err)}
 
 
 def flat_fields(value: dict, prefix: str = "") -> dict:
@@ -136,13 +149,13 @@ def add_values(fields: dict[str, list], config: dict) -> None:
             values.append(value)
 
 
-def upstream_values(inputs: list[str | Path],
-                    locate: Callable[[str], str] | None = None) -> dict[str, dict[str, list]]:
+def upstream_values(inputs: list[str | Path], locate: Callable[[str], str] | None = None,
+                    stand_ins: Callable[[str], list[str]] | None = None) -> dict[str, dict[str, list]]:
     """What ``inputs`` were made from, as a figure records it (``made_with``): per rule of their
     provenance chains (theirs included), each config field's distinct values over the rule's
     artifacts (``"model.d_model": [64]``), and the git commits and dirty flags of the code that made
     them (``"code.git_commit"``, ``"code.git_dirty"``). Artifacts without a record add nothing;
-    ``locate`` as for :func:`trace`."""
+    ``locate`` and ``stand_ins`` as for :func:`trace`."""
     found: dict[str, dict[str, list]] = {}
     visited: set[str] = set()
 
@@ -158,7 +171,7 @@ def upstream_values(inputs: list[str | Path],
 
     chains: dict = {}
     for path in inputs:
-        walk(trace(path, chains, locate))
+        walk(trace(path, chains, locate, stand_ins))
     return {rule: {key: sorted(values, key=_order) for key, values in sorted(fields.items())}
             for rule, fields in sorted(found.items())}
 
@@ -185,7 +198,7 @@ def format_trace(node: dict, with_config: bool = False) -> str:
         rec = item["record"]
         code = rec["code"]
         dirty = " dirty" if code.get("git_dirty") else ""
-        lines.append(head)
+        lines.append(head + (f"  [not here; its job's record, read from {item['stood_in']}]" if "stood_in" in item else ""))
         pad = indent + "    "
         lines.append(f"{pad}rule {rec['rule']}; config {rec['config_hash'][:12]}; seeds {canonical_json(rec['seeds'])}")
         lines.append(f"{pad}code {code['git_commit'][:12]}{dirty} v{code['package_version']}; "
