@@ -151,11 +151,12 @@ def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens:
 @THREADS
 @click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="One of our trained language models.")
-@click.option("--hf-model", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Instead: a local Hugging Face causal LM folder (needs the hf extra).")
+@click.option("--hf-model", default=None,
+              help="Instead: a local Hugging Face causal LM folder (needs the hf extra), a GGUF file, or "
+                   "smollm2 (both need the pretrained extra).")
 @TOKENS
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
-def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None, hf_model: Path | None,
+def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None, hf_model: str | None,
               tokens: Path, out: Path) -> None:
     """Influential-token analysis (Figure 4): L_long, L_short and the greedy L_short,sparse(k) of
     held-out targets, one Parquet row per target."""

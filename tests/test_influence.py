@@ -12,7 +12,7 @@ import torch
 from pipeline_src.language import influence as inf
 from pipeline_src.storage.datasets import DataError, validate
 from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
-from pipeline_src.language.logits import hf_logits_fn
+from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
 from tests.influence_reference import reference_influential_tokens
@@ -247,6 +247,25 @@ def test_hf_adapter_passes_keywords():
     cfg = InfluenceConfig(**SMALL)  # 5 targets from 2 documents (the baseline needs 2)
     out = inf.influential_tokens(None, small_targets(cfg), cfg, logits_fn=hf_logits_fn(FakeHF()), progress=None)
     assert out.height == 5 and any(list(range(16)) in call for call in calls)  # the long context, IDs 0..15
+
+
+def test_hf_adapter_asks_for_the_last_positions_logits_only_where_the_model_can():
+    """A model that takes ``logits_to_keep`` gets 1 (its output layer runs on the last position only)
+    and the same losses as computing every position's logits."""
+    full = torch.randn(2, 6, VOCAB)
+    asked = []
+
+    class KeepsLast:
+        def __call__(self, input_ids, position_ids, logits_to_keep=0):
+            asked.append(logits_to_keep)
+            return type("Out", (), {"logits": full[:, -logits_to_keep:] if logits_to_keep else full})()
+
+    tokens = np.zeros((2, 6), dtype=np.int64)
+    positions = np.tile(np.arange(6), (2, 1))
+    targets = np.array([1, 2])
+    kept = last_token_losses(hf_logits_fn(KeepsLast()), tokens, positions, targets, 2, "cpu")
+    every = last_token_losses(lambda t, p: full, tokens, positions, targets, 2, "cpu")
+    assert asked == [1] and np.array_equal(kept, every)
 
 
 # ---------------------------------------------------------------- schema

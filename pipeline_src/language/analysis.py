@@ -27,7 +27,7 @@ import torch
 
 from ..storage import datasets
 from ..storage.atomic import check_writable
-from . import lm
+from . import lm, pretrained
 from .influence import influential_tokens
 from .influence_table import InfluenceConfig, influence_schema
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
@@ -110,7 +110,10 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
 
 
 def load_hf_model(folder: Path):
-    """A local Hugging Face causal LM folder (config.json + weights), in eval mode, no network."""
+    """A local Hugging Face causal LM folder (config.json + weights), or a GGUF model (a file, or a
+    shipped name: :mod:`.pretrained`), in eval mode, no network."""
+    if pretrained.is_gguf(folder):
+        return pretrained.load_model(folder)
     try:
         from transformers import AutoModelForCausalLM
     except ImportError:
@@ -119,6 +122,15 @@ def load_hf_model(folder: Path):
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder}: not a Hugging Face model folder (no config.json)")
     return AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()
+
+
+def hf_files(folder: Path) -> dict[str, Path]:
+    """The files of a Hugging Face model folder (its config and weights, sorted) or of a GGUF model,
+    by role, for the analysis's provenance."""
+    if pretrained.is_gguf(folder):
+        return {"gguf": pretrained.gguf_file(folder)}
+    return {"hf_config": Path(folder) / "config.json",
+            **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(folder))}}
 
 
 def hf_weight_files(folder: Path) -> list[Path]:
@@ -144,8 +156,7 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     if hf_model is not None:
         model = load_hf_model(hf_model).to(device)
         vocab_size, logits_fn = model.config.vocab_size, hf_logits_fn(model)
-        inputs = {"hf_config": Path(hf_model) / "config.json",
-                  **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(hf_model))}}
+        inputs = hf_files(hf_model)
         seeds = {"target_seed": cfg.seed}
     else:
         model, description = load_model(model_dir)

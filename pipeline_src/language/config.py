@@ -49,8 +49,8 @@ def models(config: dict) -> list[str]:
 
 
 def hf_model(config: dict) -> str | None:
-    """The local Hugging Face model folder the influence analysis reads instead of ``main``
-    (``analysis.hf_model``), or None."""
+    """The pretrained model the influence analysis reads instead of ``main`` (``analysis.hf_model``:
+    a local Hugging Face folder, a GGUF file or a shipped GGUF's name), or None."""
     return _section(config)["analysis"]["hf_model"]
 
 
@@ -118,8 +118,16 @@ def corpus_inputs(config: dict) -> list[str]:
     if corpus["source"] != "default":
         files = [str(p) for p in source_files(corpus["source"], corpus["path"], corpus["c4_split"])]
     if section["tokenizer"]["path"]:
-        files.append(section["tokenizer"]["path"])
+        files.append(model_file(section["tokenizer"]["path"]))
     return files
+
+
+def model_file(name: str) -> str:
+    """The file a tokenizer or model setting reads: a GGUF model's file (a shipped name resolved:
+    :mod:`.pretrained`), else the setting itself."""
+    from .pretrained import gguf_file, is_gguf
+
+    return str(gguf_file(name)) if is_gguf(name) else name
 
 
 def train_spec(config: dict, model: str) -> dict:
@@ -195,6 +203,11 @@ def check(config: dict) -> None:
                                   "with the gensim package)")
     if corpus["source"] != "default" and not corpus["path"]:
         raise LanguageConfigError(f"language.corpus.path is required for source {corpus['source']!r}")
+    for field, name in (("tokenizer.path", section["tokenizer"]["path"]), ("analysis.hf_model", hf_model(config))):
+        try:
+            model_file(name) if name else None
+        except ValueError as err:
+            raise LanguageConfigError(f"language.{field}: {err}") from None
     if section["local"] >= section["context"]:
         raise LanguageConfigError(f"language.local={section['local']} must be smaller than "
                                   f"language.context={section['context']} (there must be far tokens)")

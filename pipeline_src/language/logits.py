@@ -56,9 +56,15 @@ def hf_logits_fn(model) -> LogitsFn:
     """Adapter for a Hugging Face causal LM (already on its device, in eval mode).
 
     Hugging Face models take keyword arguments (their second positional argument is the
-    attention mask, not the position IDs), hence this adapter.
+    attention mask, not the position IDs), hence this adapter. Where the model can, it computes the
+    last position's logits only (``logits_to_keep``): every loss here scores the token after the
+    last one, and a pretrained model's vocabulary makes its output layer a fifth of its work.
     """
-    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids).logits
+    import inspect
+
+    forward = inspect.signature(getattr(model, "forward", model)).parameters
+    last_only = {"logits_to_keep": 1} if "logits_to_keep" in forward else {}
+    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids, **last_only).logits
 
 
 def last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,

