@@ -71,7 +71,8 @@ def test_the_plan_rehearsed_on_the_cpu_comes_back_judged(tmp_path, monkeypatch):
     import yaml
 
     workdir = copy_workflow(tmp_path)
-    layering = [*WINDOW, "config/smoke.yaml", write_override(workdir, "on_cpu.yaml", {"device": "cpu"})]
+    on_cpu = write_override(workdir, "on_cpu.yaml", {"device": "cpu", "sparse_parity": {"schemes": ["rope_pose"]}})
+    layering = [*WINDOW, "config/smoke.yaml", on_cpu]  # 2 tiny trainings on the CPU
     snakemake(workdir, "figure1", "--configfile", *layering)
     with tarfile.open(kit_tarball(workdir, tmp_path / "kit" / "results.tar.gz")) as tar:
         tar.extractall(tmp_path / "back", filter="data")

@@ -22,6 +22,8 @@ as Figure 4 draws them): its unit is the target, and its test the two bootstrap 
 
 from __future__ import annotations
 
+import math
+
 import textwrap
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -268,10 +270,24 @@ def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     numbers = f"{targets}; at k = {k}: own far tokens {interval(own)}, another document's {interval(other)}"
     if own["ci_low"] > other["ci_high"]:
         found = REPRODUCED
+    elif own["ci_high"] < other["ci_low"]:
+        found = CONTRADICTED
     else:
-        found = CONTRADICTED if own["ci_high"] < other["ci_low"] else undecided(
-            f"the two intervals overlap ({own['n_targets']:.0f} targets)")
+        found = undecided(f"the two intervals overlap ({own['n_targets']:.0f} targets); "
+                          + targets_needed(own, other, analysed))
     return Finding("F4", claim("F4"), criterion, numbers, found)
+
+
+def targets_needed(own: dict, other: dict, analysed: int) -> str:
+    """How many targets to analyse for F4's two intervals to part at the measured spread: an interval's
+    half-width shrinks as 1 / sqrt(targets gaining), so they part at about n (w_own + w_other)^2 /
+    (median_own - median_other)^2 targets gaining, and the analysed ones gain at the measured rate."""
+    difference = own["median"] - other["median"]
+    if not difference > 0:
+        return "the own far tokens' median is not above the other document's"
+    half_widths = (own["ci_high"] - own["ci_low"]) / 2 + (other["ci_high"] - other["ci_low"]) / 2
+    gaining = own["n_targets"] * (half_widths / difference) ** 2
+    return f"about {math.ceil(gaining * analysed / own['n_targets']):,} analysed targets would part them at the measured spread ({analysed} now)"
 
 
 def interval(row: dict) -> str:
