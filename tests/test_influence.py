@@ -224,6 +224,10 @@ def test_progress_reports_and_errors():
     inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n: seen.append((d, n)),
                            report_every=2)
     assert seen == [(2, 5), (4, 5), (5, 5)]
+    slow = []  # a slow model: a report after every group that ends the given seconds after the last
+    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n: slow.append(d),
+                           report_every=100, report_seconds=0.0)
+    assert slow == [1, 2, 3, 4, 5]
     with pytest.raises(InfluenceError, match="contexts have \\[16\\] tokens.*context is 20"):
         inf.influential_tokens(OneTokenOracle(0, 1), targets, InfluenceConfig(**{**SMALL, "context": 20}))
     with pytest.raises(InfluenceError, match="logits of shape"):

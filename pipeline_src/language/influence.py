@@ -43,6 +43,7 @@ the statistics the figures compute from the table, in :mod:`pipeline_src.evaluat
 """
 
 import sys
+import time
 from typing import Callable
 
 import numpy as np
@@ -223,14 +224,17 @@ def print_progress(done: int, total: int) -> None:
 
 def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
                        *, device: str | torch.device = "cpu", logits_fn: LogitsFn | None = None,
-                       progress: ProgressFn | None = print_progress, report_every: int = 100) -> pl.DataFrame:
+                       progress: ProgressFn | None = print_progress, report_every: int = 100,
+                       report_seconds: float = 60.0) -> pl.DataFrame:
     """Losses and influential far tokens of every target (batched); see the module docstring.
 
     ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
     (wrapped with :func:`as_logits_fn`, which moves a module to ``device`` and sets eval mode);
     or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`.logits.hf_logits_fn`.
     ``targets``: a frame from :func:`.targets.select_targets`. ``progress(done, total)`` is called
-    after every ``report_every`` targets and at the end (None: silent). Returns a frame matching
+    after every ``report_every`` targets, after a group of targets that ends ``report_seconds`` or
+    more after the last call (a pretrained model takes seconds a target), and at the end (None:
+    silent). Returns a frame matching
     :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
     """
     if report_every < 1:
@@ -242,6 +246,7 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
     group = max(1, cfg.batch_size // cfg.far)  # targets whose candidates of one step fill about one batch
     parts = []
+    reported = time.monotonic()
     for start in range(0, len(target_tokens), group):
         stop = min(start + group, len(target_tokens))
         span = slice(start, stop)
@@ -249,8 +254,9 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
                       **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
                                         cfg, device)})
         crossed = stop // report_every > start // report_every or stop == len(target_tokens)
-        if progress is not None and crossed:
+        if progress is not None and (crossed or time.monotonic() - reported >= report_seconds):
             progress(stop, len(target_tokens))
+            reported = time.monotonic()
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
                         joined["chosen"], joined["random_loss"], joined["other_loss"])
