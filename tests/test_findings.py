@@ -593,6 +593,14 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     assert table.count("<details>") == 2  # the criteria and numbers of each scale judged
 
 
+def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
+    from pipeline_src.evaluation import scales
+
+    assert scales.cell(judged.not_configured("F3", "variable_assignment")) == scales.NOT_RUN
+    missing = judged.Finding("F3", "claim", "criterion", "numbers", judged.undecided("no results for ppc"))
+    assert scales.cell(missing) == missing.verdict  # run by the config, its tables missing: said so
+
+
 @pytest.mark.parametrize("changed, message", [
     ({"name": None}, "scale 1: no field 'name'"),
     ({"configfiles": "config/mid.yaml"}, "scale 1: configfiles is 'config/mid.yaml', not a list"),

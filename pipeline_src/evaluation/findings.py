@@ -56,6 +56,7 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
     "F4": "in real text, a few far tokens recover most of what the whole far context gives a prediction",
 }
 FINDING_FIGURE = {"F1": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4"}  # the figure each is drawn in
+NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a finding the config runs nothing for
 NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
     "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
     "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
@@ -87,7 +88,7 @@ def undecided(why: str) -> str:
 def not_configured(name: str, task: str = "") -> Finding:
     """The row of a finding the config runs nothing for (``task``: the task of its figure)."""
     why = NOT_CONFIGURED[name].format(task=task)
-    return Finding(name, claim(name, task), "-", why, undecided(f"no results: {why}"))
+    return Finding(name, claim(name, task), NOT_CONFIGURED_CRITERION, why, undecided(f"no results: {why}"))
 
 
 @dataclass(frozen=True)

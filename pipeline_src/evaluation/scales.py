@@ -24,6 +24,7 @@ import yaml
 from . import findings as judged
 
 NO_RESULTS = "no results yet"
+NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
 DETAILS = ("finding", "criterion", "numbers", "verdict")  # the columns of a scale's folded table
 FIELDS = {"name": str, "summary": str, "configfiles": list, "device": str, "date": str}
 
@@ -89,6 +90,11 @@ def judge(scale: Scale) -> list[judged.Finding] | None:
     return findings(config, summary_rows(config, scale.summary))
 
 
+def cell(row: judged.Finding) -> str:
+    """A finding's verdict at a scale, or :data:`NOT_RUN` where the scale's config runs nothing for it."""
+    return NOT_RUN if row.criterion == judged.NOT_CONFIGURED_CRITERION else row.verdict
+
+
 def as_markdown(scales: list[Scale], found: list[list[judged.Finding] | None]) -> str:
     """One table of verdicts (a column per scale), then each judged scale's criteria and numbers in a
     folded section of its own."""
@@ -101,7 +107,7 @@ def as_markdown(scales: list[Scale], found: list[list[judged.Finding] | None]) -
         raise ScalesError("no scale has a summary yet: nothing to judge")
     table = {"finding": [row.finding for row in claims], "claim": [row.claim for row in claims]}
     for scale, rows in zip(scales, found):
-        table[scale.name] = [row.verdict for row in rows] if rows is not None else [NO_RESULTS] * len(claims)
+        table[scale.name] = [cell(row) for row in rows] if rows is not None else [NO_RESULTS] * len(claims)
     details = []
     for scale, rows in zip(scales, found):
         if rows is not None:
@@ -117,7 +123,7 @@ def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width
     lines = []
     for i, name in enumerate(judged.FINDING_FIGURE):
         for j, (scale, rows) in enumerate(zip(scales, found)):
-            verdict = rows[i].verdict if rows is not None else NO_RESULTS
+            verdict = cell(rows[i]) if rows is not None else NO_RESULTS
             lines.append(f"{name if j == 0 else '':<4}{scale.name:<{column}}  {verdict}")
     blocks = ["\n".join(lines)]
     blocks += [f"== {scale.described()}\n{judged.as_text(rows, width)}"
