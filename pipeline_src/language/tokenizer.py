@@ -63,16 +63,13 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
 
     if pretrained.is_gguf(path):
         tokenizer = pretrained.load_tokenizer(path)
-        if tokenizer.token_to_id(EOD) is None:
-            raise TokenizerError(f"{path}: has no end-of-document token {EOD!r}")
-        return tokenizer
-    path = Path(path)
-    if not path.is_file():
+    elif not Path(path).is_file():
         raise TokenizerError(f"{path}: no such tokenizer file")
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as err:  # tokenizers raises a bare Exception on bad files
-        raise TokenizerError(f"{path}: not a readable tokenizer.json ({err})") from None
+    else:
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as err:  # tokenizers raises a bare Exception on bad files
+            raise TokenizerError(f"{path}: not a readable tokenizer.json ({err})") from None
     if tokenizer.token_to_id(EOD) is None:
         raise TokenizerError(f"{path}: has no end-of-document token {EOD!r}")
     return tokenizer

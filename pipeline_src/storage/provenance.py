@@ -198,7 +198,8 @@ def format_trace(node: dict, with_config: bool = False) -> str:
         rec = item["record"]
         code = rec["code"]
         dirty = " dirty" if code.get("git_dirty") else ""
-        lines.append(head + (f"  [not here; its job's record, read from {item['stood_in']}]" if "stood_in" in item else ""))
+        stood_in = f"  [not here; its job's record, read from {item['stood_in']}]" if "stood_in" in item else ""
+        lines.append(head + stood_in)
         pad = indent + "    "
         lines.append(f"{pad}rule {rec['rule']}; config {rec['config_hash'][:12]}; seeds {canonical_json(rec['seeds'])}")
         lines.append(f"{pad}code {code['git_commit'][:12]}{dirty} v{code['package_version']}; "
