@@ -14,6 +14,8 @@ import yaml
 
 from pipeline_src import studies
 from pipeline_src.bookkeeping import jobs
+from pipeline_src.bookkeeping.schema import coerced
+from pipeline_src.bookkeeping.status import read_config
 from tests.test_workflow import REPO, copy_workflow
 
 OVERRIDE = {
@@ -55,13 +57,31 @@ def test_the_snakefile_layers_the_config_as_the_cli_does(tmp_path):
     (workdir / "config" / "override.yaml").write_text(yaml.safe_dump(OVERRIDE))
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "figure1", "--configfile",
-         "config/override.yaml", "--config", "device=cpu"],
+         "config/override.yaml", "--config", "device=cpu", 'defaults={"seeds": [0, 1, 2], "train": {"lr": 2e-3}}'],
         cwd=workdir, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     specs = [json.loads(found) for found in re.findall(r"lengthgen train --rule train --spec '([^']*)'", done.stdout)]
-    config = studies.load_config([workdir / "config" / "override.yaml"], base=workdir / "config" / "config.yaml")
+    command_line = {"device": "cpu", "defaults": {"seeds": [0, 1, 2], "train": {"lr": 2e-3}}}
+    config, _ = read_config([workdir / "config" / "override.yaml"], base=workdir / "config" / "config.yaml",
+                            command_line=command_line)
+    studies.validate(config)
     assert specs and all(spec["model"]["d_model"] == 48 and spec["train"]["steps"] == 7 for spec in specs)
-    assert all(spec["device"] == "cpu" for spec in specs), "--config is the last layer"
-    expected = {json.dumps(jobs.train_spec({**config, "device": "cpu"}, c["task"], c["variant"], c["scheme"], c["seed"]),
+    assert all(spec["device"] == "cpu" and spec["train"]["lr"] == 2e-3 for spec in specs), "--config is the last layer"
+    assert {spec["seed"] for spec in specs} == {0, 1, 2}, "a nested --config value reaches every task"
+    expected = {json.dumps(jobs.train_spec(config, c["task"], c["variant"], c["scheme"], c["seed"]),
                            sort_keys=True) for c in jobs.cells(config, "sparse_parity")}
     assert {json.dumps(spec, sort_keys=True) for spec in specs} == expected
+
+
+def test_nested_command_line_values_are_read_by_the_schemas_types():
+    # Snakemake reads `--config 'defaults={"seeds": [0, 1]}'` with YAML's BaseLoader: every scalar a string
+    layer = {"defaults": {"seeds": ["0", "1"], "train": {"lr": "1e-3", "steps": "7", "precision": "bf16"},
+                          "model": {"parallel_residual": "false"}},
+             "language": {"tokenizer": {"path": "null"}, "analysis": {"hf_model": "smollm2"}},
+             "addition": {"runs": {"direct": ["ppc"]}}, "unknown": {"x": "1"}}
+    assert coerced(layer) == {
+        "defaults": {"seeds": [0, 1], "train": {"lr": 1e-3, "steps": 7, "precision": "bf16"},
+                     "model": {"parallel_residual": False}},
+        "language": {"tokenizer": {"path": None}, "analysis": {"hf_model": "smollm2"}},
+        "addition": {"runs": {"direct": ["ppc"]}}, "unknown": {"x": "1"}}
+    assert coerced({"defaults": {"seeds": ["zero"]}}) == {"defaults": {"seeds": ["zero"]}}, "left for validation to name"

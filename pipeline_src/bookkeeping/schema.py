@@ -88,6 +88,88 @@ def defaults_taken() -> dict[str, tuple[str, ...] | None]:
     return taken
 
 
+def coerced(layer: dict) -> dict:
+    """The ``--config`` values ``layer`` with each string read as the number, boolean or null it spells
+    where the schema takes that there: Snakemake reads a nested ``--config`` value
+    (``defaults={"seeds": [0, 1]}``) with YAML's BaseLoader, which leaves every scalar a string. A
+    string that reads as nothing the schema takes stays as it was (validation names it)."""
+    schema = _schema()
+    return _coerced(layer, [schema], schema)
+
+
+def _coerced(value, schemas: list[dict], root: dict):
+    schemas = _branches(schemas, root)
+    if isinstance(value, dict):
+        return {key: _coerced(item, _children(schemas, key), root) for key, item in value.items()}
+    if isinstance(value, list):
+        items = [schema["items"] for schema in schemas if isinstance(schema.get("items"), dict)]
+        return [_coerced(item, items, root) for item in value]
+    if not isinstance(value, str) or not schemas:
+        return value
+    for read in _readings(value):
+        if any(_takes(schema, read) for schema in schemas):
+            return read
+    return value
+
+
+def _readings(text: str) -> list:
+    """What a command-line string may mean, the most specific first: its YAML value unless a string
+    (``2``, ``true``, ``null``), a float in any spelling Python reads (``1e-3``), the string itself."""
+    import yaml
+
+    readings = []
+    try:
+        read = yaml.safe_load(text)
+        if not isinstance(read, str):
+            readings.append(read)
+    except yaml.YAMLError:
+        pass
+    if _is_number(text):
+        readings.append(float(text))
+    return [*readings, text]
+
+
+def _branches(schemas: list[dict], root: dict) -> list[dict]:
+    """``schemas`` with each ``$ref`` followed and each ``anyOf`` / ``oneOf`` / ``allOf`` opened."""
+    out = []
+    for schema in schemas:
+        if "$ref" in schema:
+            schema = {**root["$defs"][schema["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
+            out += _branches([schema], root)
+            continue
+        out.append(schema)
+        out += _branches([s for key in ("anyOf", "oneOf", "allOf") for s in schema.get(key, [])], root)
+    return out
+
+
+def _children(schemas: list[dict], key: str) -> list[dict]:
+    """The schemas of the value under ``key`` of a mapping that one of ``schemas`` describes."""
+    import re
+
+    out = []
+    for schema in schemas:
+        if key in schema.get("properties", {}):
+            out.append(schema["properties"][key])
+        out += [sub for pattern, sub in schema.get("patternProperties", {}).items() if re.search(pattern, key)]
+        if isinstance(schema.get("additionalProperties"), dict):
+            out.append(schema["additionalProperties"])
+    return out
+
+
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "null": (type(None),),
+               "array": (list,), "object": (dict,)}
+
+
+def _takes(schema: dict, value) -> bool:
+    """Whether ``schema`` (one branch) names ``value``'s type, or lists ``value`` in its enum or const."""
+    if "enum" in schema or "const" in schema:
+        allowed = schema.get("enum", [schema.get("const")])
+        return any(value == option and type(value) is type(option) for option in allowed)
+    types = _types(schema.get("type", []))
+    return any(isinstance(value, _JSON_TYPES[name]) and not (isinstance(value, bool) and name in ("integer", "number"))
+               for name in types)
+
+
 def field_name(path) -> str:
     """``("sparse_parity", "schemes", 1)`` -> ``sparse_parity.schemes[1]``."""
     name = ""

@@ -39,6 +39,7 @@ from ..storage.canonical import config_hash
 from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from .code_digest import stage_digest
+from .schema import coerced
 
 BASE_CONFIG = Path("config/config.yaml")
 STATES = ("done", "diverged", "stale", "missing")
@@ -76,7 +77,9 @@ def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path | No
     merged by :func:`pipeline_src.bookkeeping.jobs.merge_layers` (Snakemake's merge, with each
     layer's ``defaults`` over the sections before it that take them), unchecked, and the files read.
     ``base`` may be absent when config files are given, as with Snakemake, or None (Snakemake's
-    ``--replace-workflow-config``). Invalid YAML is an error naming the file, line and column.
+    ``--replace-workflow-config``). Invalid YAML is an error naming the file, line and column. Strings
+    of ``command_line`` where the schema wants numbers, booleans or null are read as YAML
+    (:func:`.schema.coerced`): Snakemake leaves nested ``--config`` values strings.
     :func:`pipeline_src.studies.load_config` checks what this reads."""
     files = [Path(f) for f in configfiles]
     if base is not None and (Path(base).is_file() or not files):
@@ -86,7 +89,7 @@ def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path | No
         if not path.is_file():
             raise StatusError(f"{path}: config file not found (run from the pipeline's working directory)")
         layers.append(_read_config_file(path))
-    return jobs.merge_layers([*layers, command_line or {}]), files
+    return jobs.merge_layers([*layers, coerced(command_line or {})]), files
 
 
 def _read_config_file(path: Path) -> dict:
