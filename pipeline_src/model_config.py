@@ -1,21 +1,70 @@
-"""The decoder's hyper-parameters, :class:`ModelConfig`, and every rule they must satisfy.
+"""The decoder's hyper-parameters, :class:`ModelConfig`: each field's default and rule written once.
 
-Free of torch, so that the config check builds the exact ``ModelConfig`` a training job will build
-(:func:`model_config`) and reports a rule it breaks before any job starts, naming the config field;
-the decoder (:mod:`pipeline_src.model`), the trainer and the evaluation check the same rules at run
-time through the same objects.
+Each field declares its default and its rule (a JSON-schema fragment) here. The config's ``model``
+block is generated from them (:func:`block_schema`, read by :mod:`pipeline_src.config.schema`), so
+a config that leaves a field out gets this default, and a field's rule is checked the same way when
+a config is loaded and when a ``ModelConfig`` is built. Free of torch, so that the config check
+builds the exact ``ModelConfig`` a training job will build (:func:`model_config`) and reports a
+rule it breaks before any job starts, naming the config field; the decoder
+(:mod:`pipeline_src.model`), the trainer and the evaluation check the same rules at run time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from .schemes import ENCODINGS, get_encoding, get_scheme
 
-# Values of ModelConfig.attention_scale: the attention logits as they are, or scalable softmax
-# (each query's content logits times a learned s_h * ln(number of keys it may attend to)).
+# Values of ModelConfig.attention_scale: the attention logits as they are, or scalable softmax.
 ATTENTION_SCALES = ("none", "log_length")
+POSITIVE_INT = {"type": "integer", "minimum": 1}
+
+
+def declared(rule: dict, doc: str, default=dataclasses.MISSING, config: bool = True, written: bool = True):
+    """A field of a parameter dataclass (:class:`ModelConfig`, the influence analysis's) with its
+    ``rule`` (a JSON-schema fragment), ``doc`` and ``default`` (none: the caller always gives it).
+    ``config``: set in the config's block of that dataclass (else the code sets it); ``written``: the
+    config check writes its default into every job's spec (else an absent field means the default)."""
+    return dataclasses.field(default=default, metadata={"rule": rule, "doc": doc, "config": config, "written": written})
+
+
+def check_declared(instance, error) -> None:
+    """Raise ``error(field, value, why)`` for the first field of ``instance`` that breaks its rule."""
+    for field in dataclasses.fields(instance):
+        why = broken(field.metadata["rule"], getattr(instance, field.name))
+        if why:
+            raise error(field.name, getattr(instance, field.name), why)
+
+
+def block_schema(cls) -> dict:
+    """The JSON schema of a config block that sets the ``config`` fields of ``cls``: each with its
+    rule, its description and (where the config check writes it into each job's spec) its default."""
+    properties = {}
+    for field in dataclasses.fields(cls):
+        if field.metadata["config"]:
+            default = {"default": field.default} if field.metadata["written"] else {}
+            properties[field.name] = {**field.metadata["rule"], "description": field.metadata["doc"], **default}
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+class Declared:
+    """What a parameter dataclass of declared fields (:func:`declared`) does with a plain dict: its
+    ``to_dict`` and a ``from_dict`` that names an unknown key (raising ``unknown_key_error``)."""
+
+    unknown_key_error = ValueError
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in d:
+            if key not in known:
+                raise cls.unknown_key_error(f"unknown {cls.__name__} field {key!r}; known: {sorted(known)}")
+        return cls(**d)
 
 
 class ModelConfigError(ValueError):
@@ -27,40 +76,39 @@ class ModelConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(Declared):
     """Hyper-parameters of :class:`pipeline_src.model.Decoder`; validated on construction (a broken
     rule is a :class:`ModelConfigError`)."""
 
-    # The defaults are config/config.yaml's (defaults.model; tests/test_defaults.py holds them equal).
-    vocab_size: int
-    d_model: int = 64
-    n_layer: int = 2
-    n_head: int = 4
-    d_mlp: int | None = None  # None -> 4 * d_model
-    position_encoding: str = "rope"
-    rotary_pct: float = 1.0
-    rotary_base: float = 10000.0
-    max_positions: int = 256
-    parallel_residual: bool = True
-    layer_norm_eps: float = 1e-5
-    position_head: bool = False
-    attention_scale: str = "none"  # one of ATTENTION_SCALES; see pipeline_src.model.SelfAttention
+    vocab_size: int = declared(POSITIVE_INT, "tokens of the task's vocabulary", config=False)
+    d_model: int = declared(POSITIVE_INT, "width of the residual stream", 64)
+    n_layer: int = declared(POSITIVE_INT, "decoder layers", 2)
+    n_head: int = declared(POSITIVE_INT, "attention heads per layer (d_model must be divisible by it)", 4)
+    d_mlp: int | None = declared({"type": ["integer", "null"], "minimum": 1}, "MLP width; null: 4 * d_model", None)
+    position_encoding: str = declared({"enum": sorted(ENCODINGS)}, "how the decoder sees position IDs", "rope",
+                                      config=False)
+    rotary_pct: float = declared({"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                                 "fraction of each head's dims that rotate", 1.0)
+    rotary_base: float = declared({"type": "number", "exclusiveMinimum": 0}, "the rotary base frequency", 10000.0)
+    max_positions: int = declared(POSITIVE_INT, "P_max: rows of a learned position table; every ID must be below it",
+                                  256)
+    parallel_residual: bool = declared({"type": "boolean"},
+                                       "true: GPT-NeoX's parallel attention and MLP; false: the sequential residual",
+                                       True)
+    layer_norm_eps: float = declared({"type": "number", "exclusiveMinimum": 0}, "LayerNorm epsilon", 1e-5,
+                                     config=False)
+    position_head: bool = declared({"type": "boolean"}, "a head predicting the next position ID", False, config=False)
+    attention_scale: str = declared(
+        {"enum": list(ATTENTION_SCALES)},
+        "none: attention as it is; log_length (scalable softmax): each query's content logits q.k/sqrt(d) are "
+        "multiplied by s_h * ln(n), n the number of keys it may attend to, s_h a learned factor per head "
+        "(initially 1/ln 10); an encoding's attention bias is not scaled (pipeline_src.model.SelfAttention)",
+        "none", written=False)
 
     def __post_init__(self) -> None:
-        require = self.require
-        for name in ("vocab_size", "d_model", "n_layer", "n_head", "max_positions"):
-            value = getattr(self, name)
-            require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name, "must be a positive int")
-        require(self.d_mlp is None or (isinstance(self.d_mlp, int) and self.d_mlp > 0), "d_mlp", "must be None or a positive int")
-        require(self.d_model % self.n_head == 0, "d_model", f"must be divisible by n_head={self.n_head}")
-        require(self.position_encoding in ENCODINGS, "position_encoding", f"must be one of {sorted(ENCODINGS)}")
-        require(0.0 < self.rotary_pct <= 1.0, "rotary_pct", "must lie in (0, 1]")
-        require(self.rotary_base > 0, "rotary_base", "must be positive")
+        check_declared(self, ModelConfigError)
+        self.require(self.d_model % self.n_head == 0, "d_model", f"must be divisible by n_head={self.n_head}")
         get_encoding(self.position_encoding).check(self)
-        require(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
-        require(isinstance(self.parallel_residual, bool), "parallel_residual", "must be a bool")
-        require(isinstance(self.position_head, bool), "position_head", "must be a bool")
-        require(self.attention_scale in ATTENTION_SCALES, "attention_scale", f"must be one of {list(ATTENTION_SCALES)}")
 
     def require(self, ok: bool, field: str, why: str) -> None:
         """Raise :class:`ModelConfigError` naming ``field`` and its value unless ``ok``."""
@@ -90,17 +138,6 @@ class ModelConfig:
             return self.max_positions
         return None
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in d:
-            if key not in known:
-                raise ValueError(f"unknown ModelConfig field {key!r}")
-        return cls(**d)
-
 
 def model_config(spec: dict, vocab_size: int) -> ModelConfig:
     """The ModelConfig of the training spec ``spec``: its ``model`` block with the encoding and the
@@ -119,3 +156,23 @@ def model_config(spec: dict, vocab_size: int) -> ModelConfig:
         raise ValueError(f"model.max_positions={cfg.max_positions} must be >= positions.target_length="
                          f"{target} for scheme {scheme.name}")
     return cfg
+
+
+def broken(rule: dict, value) -> str:
+    """Why ``value`` breaks ``rule`` (a JSON-schema fragment; integers are Python ints, not bools or
+    floats), or "" where it keeps it."""
+    error = next(iter(_validator(repr(rule)).iter_errors(value)), None)
+    return "" if error is None else error.message
+
+
+@functools.cache
+def _validator(rule: str):
+    import ast
+
+    import jsonschema
+
+    strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many({
+        "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
+        "number": lambda _, value: isinstance(value, (int, float)) and not isinstance(value, bool)})
+    validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=strict)
+    return validator(ast.literal_eval(rule))

@@ -1,21 +1,19 @@
-"""The studies of the pipeline (:class:`pipeline_src.bookkeeping.study.Study`): the synthetic tasks
+"""The studies of the pipeline (:class:`pipeline_src.planning.study.Study`): the synthetic tasks
 and the natural-language analysis. The workflow, the plot command, the landing page, ``lengthgen
 findings`` and the fault-injection tool loop over :data:`STUDIES`; a new study is one more entry.
 
-Also the whole check of a config (:func:`validate`, :func:`load_config`): the schema and the
-defaults (:func:`pipeline_src.bookkeeping.jobs.complete`), then every study's own checks.
+Each study checks its part of a config (``Study.check``); :func:`pipeline_src.config.load.validate`
+runs every study's check after the schema's.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .bookkeeping import jobs
-from .bookkeeping import paths
-from .bookkeeping.status import BASE_CONFIG, checked_config
-from .bookkeeping.study import Study
-from .bookkeeping.task_study import TaskStudy
-from .language.study import LanguageStudy
+from .planning import paths
+from .planning.study import Study
+from .planning.task_study import TaskStudy
+from .language.language_study import LanguageStudy
 
 STUDIES: tuple[Study, ...] = (TaskStudy(), LanguageStudy())
 
@@ -45,21 +43,3 @@ def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
     return [path for name in wanted if (path := paths.under(results, name)).is_file()]
 
 
-def validate(config: dict) -> None:
-    """The whole check of a loaded config, in place (defaults merged and filled in); a
-    :class:`~pipeline_src.bookkeeping.jobs.ConfigError` naming the field."""
-    jobs.complete(config)
-    for study in STUDIES:
-        try:
-            study.check(config)
-        except ValueError as err:
-            raise jobs.ConfigError(str(err)) from None
-    if not figures(config):
-        raise jobs.ConfigError("the config draws no figure: tasks is empty and no other study is enabled")
-
-
-def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
-    """The config Snakemake would run with ``--configfile`` ``configfiles`` over ``base``
-    (:func:`pipeline_src.bookkeeping.status.read_config`), checked (:func:`validate`); a
-    StatusError naming the files."""
-    return checked_config(configfiles, base, validate)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.provenance.records import build_record
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 def default_config() -> dict:
     """``config/config.yaml`` as the workflow sees it: validated, each task section merged over
     ``defaults``."""
-    from pipeline_src.studies import load_config
+    from pipeline_src.config.load import load_config
 
     return load_config([], base=REPO / "config" / "config.yaml")
 
@@ -57,6 +57,32 @@ def train_data(tmp_path):
 def eval_data(tmp_path):
     return write_dataset(tmp_path / "eval.parquet", "eval",
                          {"k_test": [1, 2], "lengths": [20, 60], "n_per_cell": 6}, seed=2)
+
+
+# The tiny trained models of tests/helpers.py's DATASETS and their evaluation sets, for
+# test_evaluate.py and test_mechanism.py (module-scoped: each module makes its own).
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Trained tiny models by (dataset label, scheme), trained once per module on first use."""
+    from tests.helpers import train_task_model  # here, not above: tests.helpers imports this module
+
+    root, cache = tmp_path_factory.mktemp("models"), {}
+
+    def get(label: str, scheme: str):
+        if (label, scheme) not in cache:
+            cache[label, scheme] = train_task_model(root / f"{label}-{scheme}", root, label, scheme)
+        return cache[label, scheme]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def eval_sets(tmp_path_factory):
+    from tests.helpers import DATASETS, write_data
+
+    root = tmp_path_factory.mktemp("eval")
+    return {label: write_data(root / f"{label}.parquet", name, "eval", params, 5)
+            for label, (name, _, params) in DATASETS.items()}
 
 
 def private_copy(built, tmp_path, monkeypatch, name: str):
@@ -112,3 +138,8 @@ def pytest_configure(config):
     """Runs while pytest's capture is suspended, so fd 2 is still the process's stderr."""
     _PYTEST_CONFIG[:] = [config]
     _STDERR[:] = [os.fdopen(os.dup(2), "w")]
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers > 1:  # one torch thread per worker: two workers of two threads each on 2 cores wait on each other
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))

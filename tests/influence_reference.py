@@ -1,4 +1,4 @@
-"""The reference of the influential-token analysis (SPEC 6): one candidate sequence per forward.
+"""The reference of the influential-token analysis (Figure 4): one candidate sequence per forward.
 
 Written to be read, not to be fast: every loss is :func:`sequence_loss` of one sequence, every
 greedy step tries the far tokens one by one. It defines what
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipeline_src.language.influence import other_targets, random_draws, result_frame
-from pipeline_src.language.influence_table import InfluenceConfig
+from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.logits import LogitsFn, as_logits_fn
 from pipeline_src.language.targets import target_contexts
 

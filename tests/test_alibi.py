@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src.checkpoints import load_model
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.schemes import get_encoding, get_scheme

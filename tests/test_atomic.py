@@ -55,7 +55,7 @@ def _dataset(out: Path) -> None:
 def _resume_state(out: Path) -> None:
     import torch
 
-    from pipeline_src.checkpoints import save_state
+    from pipeline_src.training.checkpoints import save_state
 
     save_state(out / "resume-0123456789abcdef.pt", {"weights": torch.ones(1000, 100)})
 
@@ -66,7 +66,7 @@ def _figure(out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pipeline_src.figures.common import save_figure
+    from pipeline_src.figures.shared import save_figure
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
@@ -87,7 +87,7 @@ def _polars():
 
 
 def _checkpoints():
-    import pipeline_src.checkpoints as module
+    import pipeline_src.training.checkpoints as module
 
     return module
 
@@ -165,6 +165,7 @@ def hang_half_way(name: str, out: str) -> None:
     case.action(Path(out))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", ["dataset", "summary", "resume state"])
 def test_a_writer_killed_half_way_leaves_no_file(tmp_path, name):
     case, out = CASES[name], tmp_path / "out"

@@ -12,12 +12,13 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src import studies
+from pipeline_src.config.load import validate
+from pipeline_src.config.layers import ConfigError
 from pipeline_src import schemes
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.checkpoints import load_model
+from pipeline_src.planning import jobs
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.evaluation.decoding import greedy_decode
-from pipeline_src.language import config as language_config
+from pipeline_src.language import language_jobs as language_config
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.model_config import model_config
 from pipeline_src.training.train import train
@@ -315,7 +316,7 @@ def _with_defaults_model(**model) -> dict:
 
 def test_log_length_flows_from_the_config_to_the_model():
     config = _with_defaults_model(attention_scale="log_length")
-    studies.validate(config)
+    validate(config)
     task = jobs.tasks(config)[0]
     cell = jobs.cells(config, task)[0]
     spec = jobs.train_spec(config, task, cell["variant"], cell["scheme"], cell["seed"])
@@ -325,8 +326,8 @@ def test_log_length_flows_from_the_config_to_the_model():
 
 def test_bad_attention_scale_names_the_field():
     config = _with_defaults_model(attention_scale="sqrt")
-    with pytest.raises(jobs.ConfigError, match=re.escape("model.attention_scale")):
-        studies.validate(config)
+    with pytest.raises(ConfigError, match=re.escape("model.attention_scale")):
+        validate(config)
     spec = tiny_train_spec("rope")
     spec["model"]["attention_scale"] = "sqrt"
     with pytest.raises(ValueError, match=re.escape("model.attention_scale='sqrt'")):

@@ -11,7 +11,7 @@ from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.training import train as training
 from tests.conftest import tiny_train_spec
-from tests.test_device_placement import a_batch
+from tests.helpers import a_batch
 
 
 class DtypesOf(TorchFunctionMode):

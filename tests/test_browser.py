@@ -6,6 +6,8 @@ import pytest
 
 from tests import browser
 
+pytestmark = pytest.mark.e2e  # a headless browser
+
 
 @pytest.fixture
 def page(tmp_path):

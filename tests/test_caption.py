@@ -6,11 +6,12 @@ from __future__ import annotations
 import jinja2
 import pytest
 
-from pipeline_src.bookkeeping.records import build_record
-from pipeline_src.bookkeeping.task_study import CAPTION_RUN
+from pipeline_src.provenance.records import build_record
+from pipeline_src.planning.task_study import CAPTION_RUN
 from pipeline_src.storage.provenance import upstream_values, write_sidecar
 from pipeline_src.figures.caption import render, write_caption
-from pipeline_src.language.study import CAPTION_RUN as LANGUAGE_RUN
+from pipeline_src.language.language_study import CAPTION_RUN as LANGUAGE_RUN
+from tests.helpers import CAPTION_TASK as TASK, caption_record as record
 
 
 def artifact(path, rule, config, inputs=None):
@@ -30,17 +31,6 @@ def test_a_figure_records_every_value_upstream_of_it(tmp_path):
     assert made_with["train"]["seed"] == [0, 1] and made_with["train"]["model.d_model"] == [64, 128]
     assert made_with["train_data"]["params.n"] == [100] and made_with["evaluate"]["batch_size"] == [8]
     assert len(made_with["train"]["code.git_commit"]) == 1
-
-
-def record(made_with, spec=None):
-    return {"config": spec or {"seeds": [0, 1]}, "made_with": made_with,
-            "code": {"git_commit": "abc", "git_dirty": False, "package_version": "0.1.0"},
-            "artifact": {"path": "results/figures/f.png", "sha256": "00ff"}}
-
-
-TASK = {"train": {"model.d_model": [64], "model.n_layer": [1], "model.n_head": [2, 4], "train.steps": [30],
-                  "train.batch_size": [16], "train.lr": [0.001], "code.git_commit": ["def"]},
-        "eval_data": {"params.n_per_cell": [10]}}
 
 
 def test_a_caption_states_the_recorded_values_and_where_runs_differ():

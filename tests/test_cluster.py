@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_workflow import MODELS, REPO, copy_workflow
+from tests.helpers import MODELS, REPO, copy_workflow
 
 pytest.importorskip("snakemake_executor_plugin_slurm")
 
@@ -83,10 +83,12 @@ def dry_run(listing) -> dict[str, list[dict[str, str]]]:
     return requested(listing)
 
 
+@pytest.mark.e2e
 def test_every_rule_of_the_smoke_config_is_planned(dry_run):
     assert GPU_RULES | {"train_data", "eval_data", "language_corpus"} <= set(dry_run)
 
 
+@pytest.mark.e2e
 def test_with_cuda_model_jobs_request_a_gpu_and_nothing_else_does(dry_run):
     for rule, jobs in dry_run.items():
         for resources in jobs:
@@ -103,12 +105,14 @@ def cpu_listing(workdir) -> str:
     return slurm_dry_run(workdir, {**ENV, "LENGTHGEN_SLURM_MODELS_PER_GPU": "8"}, device="cpu")
 
 
+@pytest.mark.e2e
 def test_with_device_cpu_no_job_requests_a_gpu(cpu_listing):
     for rule, jobs in requested(cpu_listing).items():
         for resources in jobs:
             assert resources.get("gres", "") == "" and resources.get("gpu", "0") == "0", (rule, resources)
 
 
+@pytest.mark.e2e
 def test_a_group_job_without_gpu_stays_within_one_submission(cpu_listing):
     """Eight CPU models to a group: never 8 x the CPUs and memory of a job of four, but one
     submission's 8 CPUs and 32000 MB shared by the eight."""
@@ -119,6 +123,7 @@ def test_a_group_job_without_gpu_stays_within_one_submission(cpu_listing):
     assert (group["cpus_per_task"], group["mem_mb"], group["runtime"]) == (8, 32000, 720 + 60)
 
 
+@pytest.mark.e2e
 def test_account_and_partition_come_from_the_environment(dry_run):
     for rule in ("train_data", "eval_data", "language_corpus"):
         for resources in dry_run[rule]:
@@ -126,6 +131,7 @@ def test_account_and_partition_come_from_the_environment(dry_run):
     assert all(r["slurm_account"] == "acct42" for jobs in dry_run.values() for r in jobs if r)
 
 
+@pytest.mark.e2e
 def test_runtime_memory_and_cpus_per_rule(dry_run):
     expected = {"train": ("720", "8000", "2"), "evaluate": ("60", "8000", "2"),
                 "train_data": ("60", "16000", "1"), "language_influence": ("240", "32000", "8")}
@@ -134,6 +140,7 @@ def test_runtime_memory_and_cpus_per_rule(dry_run):
             assert (resources["runtime"], resources["mem_mb"], resources["cpus_per_task"]) == (runtime, mem_mb, cpus)
 
 
+@pytest.mark.e2e
 def test_four_cells_share_one_gpu_per_submission(listing, dry_run):
     """The smoke config's trainings and evaluations go out four cells to a group job; Snakemake's
     own arithmetic for a group job (the integer resources of side-by-side jobs summed, a string one
@@ -149,6 +156,7 @@ NODE = {"LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "6000
         "LENGTHGEN_SLURM_GRES": "gpu:a100:1"}
 
 
+@pytest.mark.e2e
 def test_node_size_settings_size_every_model_submission(workdir):
     """A smaller GPU node (2 CPUs and 6000 MB per GPU, 2 models to a GPU, a named GPU model): each
     model job and each group asks for no more, so no job waits for a node that does not exist."""
@@ -169,6 +177,7 @@ def cluster_page_section() -> str:
     return text.split("## Run on a cluster", 1)[1].split("\n## ", 1)[0]
 
 
+@pytest.mark.e2e
 def test_the_documented_runtime_override_keeps_the_rest_of_the_profile(workdir, dry_run):
     """docs/cluster.md's way to give training more time changes that and nothing else: a --set-resources
     on the command line would replace the profile's whole set-resources."""
@@ -189,11 +198,13 @@ def test_the_cluster_page_says_what_an_unset_account_does():
     assert "guess" not in section and "no `-A`" in account, account
 
 
+@pytest.mark.e2e
 def test_a_malformed_setting_fails_in_one_line_naming_the_variable(workdir):
     text = slurm_dry_run(workdir, {"LENGTHGEN_SLURM_MODEL_CPUS": "eight"}, check=False)
     assert text.strip().splitlines()[-1].endswith("LENGTHGEN_SLURM_MODEL_CPUS='eight': expected a whole number above 0")
 
 
+@pytest.mark.e2e
 def test_unset_environment_leaves_account_and_partition_to_slurm(workdir):
     jobs = requested(slurm_dry_run(workdir, {}))
     assert all(r.get("slurm_account") == "" and r.get("slurm_partition") == "" for js in jobs.values() for r in js if r)

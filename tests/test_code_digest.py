@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.bookkeeping import code_digest
-from pipeline_src.bookkeeping.code_digest import (DRAWN_BY_NAME, PLUMBING, STAGE_COMMANDS, STAGE_ENTRIES, closure,
+from pipeline_src.provenance import code_digest
+from pipeline_src.provenance.code_digest import (DRAWN_BY_NAME, PLUMBING, STAGE_COMMANDS, STAGE_ENTRIES, closure,
                                                   entry_modules, stage_digest)
-from pipeline_src.language.study import DRAW
+from pipeline_src.language.language_study import DRAW
 from pipeline_src.tasks import TASKS
 
 REAL = code_digest.PACKAGE_DIR
@@ -117,7 +117,7 @@ def test_editing_a_figure_statistic_redraws_the_language_figures_only(package):
     outside the analysis' import closure: editing one reruns no corpus, training or evaluation job."""
     language = {stage: job for stage, job in STAGE_JOBS.items() if stage.startswith("language")}
     before = digests(language.values())
-    edit_code(package / "evaluation" / "influence_summary.py", "recovered_gain")
+    edit_code(package / "reporting" / "influence_summary.py", "recovered_gain")
     assert changed(before, digests(language.values())) == {language["language_figures"]}
 
 
@@ -180,7 +180,7 @@ def test_a_file_that_does_not_parse_is_named(package):
 def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
     """A task's figure is drawn in figures/ (its Figure names the function there): were the drawing
     imported by the task module, every figure change would rerun the task's whole chain."""
-    from pipeline_src.bookkeeping.code_digest import closure, entry_modules
+    from pipeline_src.provenance.code_digest import closure, entry_modules
     from pipeline_src.tasks import TASKS
 
     for task in TASKS:
@@ -190,8 +190,8 @@ def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
 
 
 def cli_functions() -> dict[str, ast.FunctionDef]:
-    """The functions (methods included) of pipeline_src/cli.py and cli_common.py, by name."""
-    trees = [ast.parse((REAL / name).read_text()) for name in ("cli.py", "cli_common.py")]
+    """The functions (methods included) of pipeline_src/cli/commands.py and cli/options.py, by name."""
+    trees = [ast.parse((REAL / "cli" / name).read_text()) for name in ("commands.py", "options.py")]
     return {node.name: node for tree in trees for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
 
 
@@ -201,10 +201,11 @@ def imports_and_calls(function: ast.FunctionDef, functions: dict) -> tuple[set[s
     modules, calls = set(), set()
     for node in ast.walk(function):
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 1, f"{function.name}: import {node.module} not relative to pipeline_src"
+            assert node.level in (1, 2), f"{function.name}: import {node.module} not relative to pipeline_src"
+            package = "cli" if node.level == 1 else None  # the CLI's own package, or pipeline_src
             for alias in node.names:
-                module = ".".join(filter(None, [node.module, alias.name]))  # from .package import module
-                modules.add(module if code_digest._path(module) else node.module)
+                module = ".".join(filter(None, [package, node.module, alias.name]))  # from .package import module
+                modules.add(module if code_digest._path(module) else ".".join(filter(None, [package, node.module])))
         elif isinstance(node, ast.Import):
             assert not any(alias.name.startswith("pipeline_src") for alias in node.names), function.name
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from pipeline_src.bookkeeping import jobs
+from pipeline_src.planning import jobs
 from pipeline_src.storage.canonical import config_hash
 from pipeline_src.training import train as training
 from tests.conftest import default_config, tiny_train_spec

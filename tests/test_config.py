@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import default_config
-from pipeline_src import studies
+from tests.helpers import DEFAULT, merged
+from pipeline_src.config.load import load_config, validate
+from pipeline_src.config.layers import ConfigError
 
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.bookkeeping import jobs
+from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT = default_config()
 
 
 def edited(**changes) -> dict:
@@ -98,7 +98,7 @@ def test_target_length_covers_the_evaluation_ids_of_each_scheme():
      "sparse_parity.eval: the evaluation grid has no cell (eval.k_test=[60], eval.lengths=[20, 50])"),
 ])
 def test_inconsistent_configs_name_the_field(changes, message):
-    with pytest.raises(jobs.ConfigError, match=re.escape(message)):
+    with pytest.raises(jobs.TaskConfigError, match=re.escape(message)):
         jobs.check(edited(**changes))
 
 
@@ -115,14 +115,14 @@ def test_a_hand_run_spec_breaks_the_rule_the_config_check_reports(model, message
     spec = jobs.train_spec(config, "parity_scratchpad", "scratchpad", "coupled", 0)
     with pytest.raises(ValueError, match=re.escape(message)):
         model_config(spec, len(get_task("parity_scratchpad").vocab))
-    with pytest.raises(jobs.ConfigError, match=re.escape(f"parity_scratchpad.{message}")):
+    with pytest.raises(jobs.TaskConfigError, match=re.escape(f"parity_scratchpad.{message}")):
         jobs.check(config)
 
 
 def test_tasks_need_their_section():
     config = copy.deepcopy(DEFAULT)
     del config["variable_assignment"]
-    with pytest.raises(jobs.ConfigError, match="no variable_assignment section"):
+    with pytest.raises(jobs.TaskConfigError, match="no variable_assignment section"):
         jobs.check(config)
 
 
@@ -133,21 +133,13 @@ def test_rope_schemes_need_no_table():
     jobs.check(config)
 
 
-def merged(base: dict, override: dict) -> dict:
-    """``override`` merged over ``base`` as Snakemake merges a --configfile (dicts deep, lists replaced)."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml") if p.name != "config.yaml"))
 def test_shipped_scale_configs_pass_the_cross_field_checks(name):
-    studies.load_config([REPO / "config" / name], base=REPO / "config" / "config.yaml")
+    load_config([REPO / "config" / name], base=REPO / "config" / "config.yaml")
 
 
 def test_smoke_config_is_tiny_for_every_task():
-    smoke = studies.load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
+    smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     for task in jobs.tasks(smoke):
         assert smoke[task]["train"]["steps"] <= 50 and smoke[task]["model"]["d_model"] <= 32, task
         assert smoke[task]["data"]["n_train"] <= 2000 and smoke[task]["eval"]["n_per_cell"] <= 20, task
@@ -189,20 +181,20 @@ def test_where_a_value_is_written_changes_no_job_spec():
 
 
 def validated(config: dict) -> dict:
-    studies.validate(config)
+    validate(config)
     return config
 
 
 def test_errors_in_defaults_name_the_defaults_field():
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     raw["defaults"]["train"]["lr"] = "fast"
-    with pytest.raises(jobs.ConfigError, match=re.escape("defaults.train.lr")):
-        studies.validate(raw)
+    with pytest.raises(ConfigError, match=re.escape("defaults.train.lr")):
+        validate(raw)
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     del raw["defaults"]["train"]["steps"]
-    with pytest.raises(jobs.ConfigError, match=r"([a-z_]+)\.train: 'steps' is a required property \(write it in the "
+    with pytest.raises(ConfigError, match=r"([a-z_]+)\.train: 'steps' is a required property \(write it in the "
                                                r"\1 section or in defaults\)"):
-        studies.validate(raw)
+        validate(raw)
 
 
 UNSAFE_NAMES = [  # a config value that would name a folder outside its cell's -> the field named
@@ -222,12 +214,12 @@ UNSAFE_NAMES = [  # a config value that would name a folder outside its cell's -
 @pytest.mark.parametrize("changes, key, message", UNSAFE_NAMES)
 def test_names_that_could_leave_results_are_rejected_naming_the_field(changes, key, message):
     """Rejected by the JSON schema (applied first) and by ``check`` alone."""
-    from pipeline_src.bookkeeping.schema import ConfigSchemaError, validate
+    from pipeline_src.config.schema import ConfigSchemaError, validate
 
     config = merged(DEFAULT, changes)
     with pytest.raises(ConfigSchemaError, match=re.escape(key)):
         validate(copy.deepcopy(config))
-    with pytest.raises(jobs.ConfigError, match=re.escape(message)):
+    with pytest.raises(jobs.TaskConfigError, match=re.escape(message)):
         jobs.check(config)
 
 

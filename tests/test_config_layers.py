@@ -10,13 +10,14 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
-from pipeline_src import studies
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.bookkeeping.schema import coerced
-from pipeline_src.bookkeeping.status import read_config
-from tests.test_workflow import REPO, copy_workflow
+from pipeline_src.config.layers import merge_layers, read_config
+from pipeline_src.config.load import load_config, validate
+from pipeline_src.planning import jobs
+from pipeline_src.config.schema import coerced
+from tests.helpers import REPO, copy_workflow
 
 OVERRIDE = {
     "defaults": {"model": {"d_model": 48}, "train": {"steps": 7}, "figure": {"x_scale": "log"}},
@@ -27,13 +28,13 @@ OVERRIDE = {
 def test_a_later_layers_defaults_beat_earlier_sections_and_lose_to_its_own():
     base = {"defaults": {"model": {"d_model": 64, "n_layer": 2}},
             "addition": {"model": {"d_model": 256}}, "language": {"model": {"d_model": 128}, "figure": {"n_boot": 5}}}
-    merged = jobs.merge_layers([base, OVERRIDE, {"addition": {"model": {"n_layer": 3}}}])
+    merged = merge_layers([base, OVERRIDE, {"addition": {"model": {"n_layer": 3}}}])
     assert merged["addition"]["model"] == {"d_model": 48, "n_layer": 3}
     assert merged["addition"]["train"] == {"steps": 9}
     assert merged["language"]["model"] == {"d_model": 48} and merged["language"]["train"] == {"steps": 7}
     assert merged["language"]["figure"] == {"n_boot": 5}, "the language section takes only model and train"
     # one layer alone: its sections beat its defaults, as before layers
-    assert jobs.merge_layers([base]) == base
+    assert merge_layers([base]) == base
 
 
 def test_an_override_files_defaults_reach_every_task_and_the_language_model(tmp_path):
@@ -41,7 +42,7 @@ def test_an_override_files_defaults_reach_every_task_and_the_language_model(tmp_
     override.write_text(yaml.safe_dump(OVERRIDE))
     base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     assert base["addition"]["model"]["d_model"] != 48 and base["variable_assignment"]["model"]["d_model"] != 48
-    config = studies.load_config([override], base=REPO / "config" / "config.yaml")
+    config = load_config([override], base=REPO / "config" / "config.yaml")
     for task in jobs.tasks(config):
         assert config[task]["model"]["d_model"] == 48, task
         assert config[task]["train"]["steps"] == (9 if task == "addition" else 7), task
@@ -52,6 +53,7 @@ def test_an_override_files_defaults_reach_every_task_and_the_language_model(tmp_
     assert config["language"]["train"]["betas"] == base["language"]["train"]["betas"]
 
 
+@pytest.mark.e2e
 def test_the_snakefile_layers_the_config_as_the_cli_does(tmp_path):
     workdir = copy_workflow(tmp_path)
     (workdir / "config" / "override.yaml").write_text(yaml.safe_dump(OVERRIDE))
@@ -64,7 +66,7 @@ def test_the_snakefile_layers_the_config_as_the_cli_does(tmp_path):
     command_line = {"device": "cpu", "defaults": {"seeds": [0, 1, 2], "train": {"lr": 2e-3}}}
     config, _ = read_config([workdir / "config" / "override.yaml"], base=workdir / "config" / "config.yaml",
                             command_line=command_line)
-    studies.validate(config)
+    validate(config)
     assert specs and all(spec["model"]["d_model"] == 48 and spec["train"]["steps"] == 7 for spec in specs)
     assert all(spec["device"] == "cpu" and spec["train"]["lr"] == 2e-3 for spec in specs), "--config is the last layer"
     assert {spec["seed"] for spec in specs} == {0, 1, 2}, "a nested --config value reaches every task"

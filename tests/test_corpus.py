@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 
 import polars as pl
 import pytest
@@ -11,21 +10,7 @@ import pytest
 from pipeline_src.language import corpus
 from pipeline_src.storage.canonical import sha256_file
 from pipeline_src.language.corpus import CorpusError, load_corpus, split_documents
-
-
-def c4_line(text: str, i: int = 0) -> str:
-    """One line of an allenai/c4 en shard, field order and formats as in the release."""
-    record = {"text": text, "timestamp": f"2019-04-{10 + i % 18:02d}T12:57:{i % 60:02d}Z",
-              "url": f"https://example.com/page-{i}"}
-    return json.dumps(record) + "\n"
-
-
-def write_shard(folder, name: str, texts: list[str], start: int = 0):
-    path = folder / name
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
-        for i, text in enumerate(texts, start=start):
-            handle.write(c4_line(text, i))
-    return path
+from tests.helpers import c4_line, write_shard
 
 
 @pytest.fixture

@@ -1,36 +1,62 @@
-"""One place for each default: the Python defaults of the model and the influence analysis are the
-shipped config's (``config/config.yaml``), so a library call without a field and a pipeline run
-without it in an override file build the same thing."""
+"""One place for each default and rule: the model's and the influence analysis's fields declare them
+(``ModelConfig``, ``InfluenceConfig``), and the config's ``model`` and ``language.analysis`` blocks are
+generated from those. So a config that leaves a field out runs with the dataclass's default, and the
+config check and the dataclass reject the same values."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from pathlib import Path
 
-import yaml
+import pytest
 
-from pipeline_src.language.influence_table import InfluenceConfig
-from pipeline_src.model_config import ModelConfig
-
-CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
-
-
-def python_defaults(cls) -> dict:
-    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.config.load import validate
+from pipeline_src.language import language_jobs
+from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
+from pipeline_src.model_config import ModelConfig, ModelConfigError
+from pipeline_src.planning import jobs
+from tests.conftest import default_config
 
 
-def test_the_model_defaults_are_the_configs():
-    config, python = CONFIG["defaults"]["model"], python_defaults(ModelConfig)
-    shared = (set(config) & set(python)) - {"d_mlp"}  # d_mlp: checked below
-    assert shared >= {"d_model", "n_layer", "n_head", "max_positions", "rotary_pct", "rotary_base", "parallel_residual"}
-    assert {name: python[name] for name in shared} == {name: config[name] for name in shared}
-    assert 4 * config["d_model"] == config["d_mlp"]  # ModelConfig's d_mlp None means 4 * d_model
+def declared_defaults(cls) -> dict:
+    return {f.name: f.default for f in dataclasses.fields(cls)
+            if f.metadata["config"] and f.metadata["written"] and f.default is not dataclasses.MISSING}
 
 
-def test_the_influence_defaults_are_the_configs():
-    language = CONFIG["language"]
-    config = {"context": language["context"], "local": language["local"],
-              **{k: v for k, v in language["analysis"].items() if k != "hf_model"}}
-    python = python_defaults(InfluenceConfig)
-    assert set(python) == set(config)
-    assert python == config
+def test_a_task_that_sets_no_model_field_trains_with_modelconfigs_defaults():
+    config = default_config()
+    cell = jobs.cells(config, "sparse_parity_scratchpad")[0]  # its section sets only max_positions
+    model = jobs.train_spec(config, cell["task"], cell["variant"], cell["scheme"], cell["seed"])["model"]
+    expected = {**declared_defaults(ModelConfig), "d_mlp": 256, "max_positions": 320}  # written in config.yaml
+    assert model == expected
+    assert "attention_scale" not in model, "an absent attention_scale means none and is not written"
+
+
+def test_the_influence_analysis_takes_influenceconfigs_defaults():
+    spec = language_jobs.influence_spec(default_config())
+    analysed = {key: spec[key] for key in declared_defaults(InfluenceConfig)}
+    assert analysed == declared_defaults(InfluenceConfig)
+    assert InfluenceConfig(context=spec["context"], local=spec["local"], **analysed).n_targets == spec["n_targets"]
+
+
+@pytest.mark.parametrize("field, bad", [("d_model", 0), ("rotary_pct", 1.5), ("attention_scale", "cubic"),
+                                        ("parallel_residual", "yes"), ("d_mlp", -4)])
+def test_the_config_check_and_modelconfig_reject_the_same_model_values(field, bad):
+    config = default_config()
+    edited = copy.deepcopy(config)
+    edited["variable_assignment"]["model"][field] = bad
+    with pytest.raises(ConfigError, match=f"variable_assignment.model.{field}"):
+        validate(edited)
+    with pytest.raises(ModelConfigError, match=f"ModelConfig.{field}="):
+        ModelConfig(vocab_size=8, **{field: bad})
+
+
+@pytest.mark.parametrize("field, bad", [("k_max", 0), ("selection", "all"), ("seed", -1), ("null_draws", 1.5)])
+def test_the_config_check_and_influenceconfig_reject_the_same_analysis_values(field, bad):
+    edited = copy.deepcopy(default_config())
+    edited["language"]["analysis"][field] = bad
+    with pytest.raises(ConfigError, match=f"language.analysis.{field}"):
+        validate(edited)
+    with pytest.raises(InfluenceError, match=f"InfluenceConfig.{field}="):
+        InfluenceConfig(context=16, local=8, **{field: bad})

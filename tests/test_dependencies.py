@@ -19,7 +19,7 @@ import pytest
 from pipeline_src.tasks import addition, get_task, parity_scratchpad, sparse_parity, sparse_parity_scratchpad
 from pipeline_src.tasks import variable_assignment
 
-from .test_task_contract import SPECS
+from .helpers import TASK_PARAMS
 
 NAMES = ("sparse_parity", "sparse_parity_scratchpad", "parity_scratchpad", "addition", "variable_assignment")
 BITS = ("0", "1")
@@ -352,7 +352,7 @@ def test_variable_assignment_probes(scratchpad, name_tokens):
 def test_registered_tasks_declare_dependencies_on_their_frames(name):
     task = get_task(name)
     assert task.dependencies is not None
-    params = {**SPECS[name]["eval"], "n_per_cell": 4}
+    params = {**TASK_PARAMS[name]["eval"], "n_per_cell": 4}
     frame = task.generate_eval(params, 11)
     if "scratchpad" in params:
         frame = pl.concat([frame, task.generate_eval({**params, "scratchpad": False}, 11)])

@@ -19,10 +19,11 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from tests.conftest import default_config
-from pipeline_src.bookkeeping.schema import config_schema
-from pipeline_src.bookkeeping import jobs
+from pipeline_src.config.load import load_config
+from pipeline_src.config.schema import config_schema
+from pipeline_src.planning import jobs
 from pipeline_src import device as devices
-from pipeline_src.language import config as lang
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
@@ -105,9 +106,7 @@ def test_schema_accepts_the_shipped_values_and_rejects_others_naming_the_field()
 
 
 def test_paper_config_trains_and_evaluates_in_bf16():
-    from pipeline_src import studies
-
-    paper = studies.load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
+    paper = load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
     for task in [*jobs.tasks(paper), "language"]:
         assert paper[task]["train"]["precision"] == "bf16", task
 
@@ -210,7 +209,7 @@ def test_cuda_training_sees_the_cpu_batches_and_writes_cpu_results(tmp_path, tra
 
 
 def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch):
-    from pipeline_src.device_setting import GPUS_ENV, gpus_per_model_job
+    from pipeline_src.planning.devices import GPUS_ENV, gpus_per_model_job
 
     monkeypatch.delenv(GPUS_ENV, raising=False)  # no pretend GPUs (a suite run with them set, say)
     assert gpus_per_model_job({"device": "cpu"}) == 0
@@ -220,7 +219,7 @@ def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch
 
 
 def test_the_gpus_model_jobs_spread_over(monkeypatch):
-    from pipeline_src.device_setting import GPUS_ENV, gpus_per_model_job, visible_gpus
+    from pipeline_src.planning.devices import GPUS_ENV, gpus_per_model_job, visible_gpus
 
     monkeypatch.delenv(GPUS_ENV, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")
@@ -238,7 +237,7 @@ def test_the_gpus_model_jobs_spread_over(monkeypatch):
 @pytest.mark.parametrize("scheme", ["rope_pose", "ppc"])
 def test_a_cuda_training_step_never_synchronizes_with_the_host(scheme):
     from pipeline_src.training.train import build_model, make_optimizer, train_step
-    from tests.test_device_placement import a_batch
+    from tests.helpers import a_batch
 
     spec = tiny_train_spec(scheme)
     cuda = torch.device("cuda")

@@ -11,13 +11,12 @@ from torch.overrides import TorchFunctionMode
 
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence_table import InfluenceConfig
+from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.schemes import SCHEMES, get_scheme
-from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import build_model, make_optimizer, train_step
 from tests.conftest import tiny_train_spec
-from tests.test_influence import SMALL, random_model, small_targets
+from tests.helpers import SMALL, a_batch, random_model, small_targets
 
 FACTORIES = {"arange", "zeros", "ones", "full", "empty", "eye", "tensor", "as_tensor", "scalar_tensor", "randn",
              "rand", "randint", "randperm", "linspace", "tril_indices", "triu_indices"}
@@ -31,14 +30,6 @@ class MadeWithoutDevice(TorchFunctionMode):
         if getattr(func, "__name__", "") in FACTORIES and kwargs.get("device") is None:
             raise AssertionError(f"torch.{func.__name__} without device=: on a GPU this tensor stays on the CPU")
         return func(*args, **kwargs)
-
-
-def a_batch(scheme: str):
-    """Four rows of a made-up task and their IDs, on the CPU."""
-    tokens = torch.randint(1, 6, (4, 12), generator=torch.Generator().manual_seed(0))
-    table = SequenceTable(tokens, torch.arange(12).expand(4, -1).contiguous(), torch.tensor([12, 10, 9, 12]),
-                          torch.tensor([6, 5, 5, 6]))
-    return training_batch(table, torch.arange(4), pad_multiple=1)
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))

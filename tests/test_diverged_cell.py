@@ -11,13 +11,13 @@ from pipeline_src.storage import datasets
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.evaluate import evaluate
-from pipeline_src.figures import common, figure1
-from pipeline_src.evaluation.tables import accuracy_table
+from pipeline_src.figures import shared as common, figure1
+from pipeline_src.reporting.tables import accuracy_table
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 
 quiet = {"progress": lambda _: None}
-SPEC = {"batch_size": 4, "seed": 2}
+EVAL_CONFIG = {"batch_size": 4, "seed": 2}
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def tables(tmp_path, train_data, eval_data):
         model_dir = tmp_path / f"seed{spec['seed']}"
         train(spec, train_data, model_dir, **quiet)
         paths.append(tmp_path / f"acc{spec['seed']}.parquet")
-        evaluate(SPEC, model_dir, eval_data, paths[-1], **quiet)
+        evaluate(EVAL_CONFIG, model_dir, eval_data, paths[-1], **quiet)
     return paths
 
 

@@ -1,5 +1,5 @@
 """`lengthgen status --estimate`: a run's wall time on N cores, replayed from its jobs' benchmark files
-on the DAG Snakemake plans (pipeline_src/bookkeeping/estimate.py)."""
+on the DAG Snakemake plans (pipeline_src/planning/estimate.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
+from pipeline_src.planning.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
                                                format_estimate, job_times, makespan, measured_seconds)
 from pipeline_src.cli import main
-from tests.test_workflow import copy_workflow
+from tests.helpers import copy_workflow
 
 # A benchmark file as Snakemake 9 writes it (results/benchmarks/train/.../seed0.tsv of a smoke run).
 BENCHMARK_TSV = ("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -149,10 +149,11 @@ def smoke_estimate(*args: str):
     return CliRunner().invoke(main, ["status", "--estimate", "--configfile", "config/smoke.yaml", *args])
 
 
+@pytest.mark.e2e
 def test_the_command_replays_every_job_of_the_smoke_config(workdir, monkeypatch):
     """Every job of the smoke run takes 60 s: on one core the sum, on many the longest chain (data,
     training, evaluation, figure: 4 jobs); the language figures' own chains are as long."""
-    from pipeline_src.bookkeeping.estimate import planned_jobs
+    from pipeline_src.planning.estimate import planned_jobs
 
     monkeypatch.chdir(workdir)
     plan = planned_jobs([Path("config/smoke.yaml")], ["all", "figure1"])
@@ -184,6 +185,7 @@ def test_the_command_replays_every_job_of_the_smoke_config(workdir, monkeypatch)
     assert "never measured, counted as 0 s (language_train " in done.output
 
 
+@pytest.mark.e2e
 def test_the_command_without_benchmarks_says_to_run_first(workdir, monkeypatch, tmp_path):
     monkeypatch.chdir(workdir)
     done = smoke_estimate("--cores", "2", "--results", str(tmp_path / "elsewhere"))

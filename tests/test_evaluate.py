@@ -12,7 +12,7 @@ from pipeline_src.storage import datasets
 from pipeline_src.evaluation import evaluate as evaluate_module
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.training.batches import SequenceTable
-from pipeline_src.checkpoints import load_model
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.evaluation.decoding import PAD, Decoded, greedy_decode
 from pipeline_src.evaluation.evaluate import check_cell, evaluate
 from pipeline_src.schemes import get_scheme
@@ -20,64 +20,7 @@ from pipeline_src.evaluation.stats import wilson_interval
 from pipeline_src.tasks import get_task
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
-from tests.test_task_contract import generate, record, write
-
-quiet = {"progress": lambda _: None}
-
-# Small scratchpad datasets by label: the task's name, and ":2" for two-letter variable names.
-# Each entry: (task, training params, evaluation params). Variable assignment responses vary in
-# length within a cell (the chain depth is random), and so do its prompts with two-letter names (a
-# statement ending in a digit is a token shorter than one ending in a name).
-def _assignment(name_tokens: int) -> tuple:
-    common = {"n_vars": 16, "name_tokens": name_tokens, "d_max": 4, "scratchpad": True}
-    return ("variable_assignment", {**common, "n_min": 2, "n_max": 6, "n_samples": 200},
-            {**common, "lengths": [2, 5], "n_per_cell": 12})
-
-
-DATASETS = {
-    "parity_scratchpad": ("parity_scratchpad", {"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 200},
-                          {"lengths": [2, 6], "scratchpad": True, "n_per_cell": 12}),
-    "variable_assignment": _assignment(1),
-    "variable_assignment:2": _assignment(2),
-}
-
-def write_data(path, name: str, split: str, params: dict, seed: int):
-    return write(name, generate(name, split, params, seed), path, record(name, split, params, seed))
-
-
-def train_task_model(out_dir, data_dir, label: str, scheme: str, steps: int = 300, max_positions: int = 64):
-    """A tiny model of dataset ``label`` (scratchpad variant) trained for ``steps`` steps (enough to get some
-    samples right and some wrong); returns its directory."""
-    spec = tiny_train_spec(scheme, steps=steps, lr=1e-2, batch_size=16)
-    name, train_params, _ = DATASETS[label]
-    spec.update(task=name, variant="scratchpad", k_train=None)
-    spec["model"]["max_positions"] = max_positions
-    spec["positions"]["target_length"] = max_positions
-    train_data = data_dir / f"{label}-train.parquet"
-    if not train_data.exists():
-        write_data(train_data, name, "train", train_params, 11)
-    train(spec, train_data, out_dir, **quiet)
-    return out_dir
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    """Trained tiny models by (dataset label, scheme), trained once per module on first use."""
-    root, cache = tmp_path_factory.mktemp("models"), {}
-
-    def get(label: str, scheme: str):
-        if (label, scheme) not in cache:
-            cache[label, scheme] = train_task_model(root / f"{label}-{scheme}", root, label, scheme)
-        return cache[label, scheme]
-
-    return get
-
-
-@pytest.fixture(scope="module")
-def eval_sets(tmp_path_factory):
-    root = tmp_path_factory.mktemp("eval")
-    return {label: write_data(root / f"{label}.parquet", name, "eval", params, 5)
-            for label, (name, _, params) in DATASETS.items()}
+from tests.helpers import DATASETS, generate, quiet, train_task_model, write_data
 
 
 def as_dict(result: pl.DataFrame, keys=("length", "metric")) -> dict:

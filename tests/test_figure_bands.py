@@ -8,7 +8,7 @@ import pytest
 
 from pipeline_src.evaluation.stats import wilson_interval
 from pipeline_src.figures import lines
-from pipeline_src.figures.common import mean_over_seeds
+from pipeline_src.figures.shared import mean_over_seeds
 
 
 def table(rows: list[tuple[int, int, int | None]]) -> pl.DataFrame:
@@ -64,7 +64,7 @@ def test_few_seeds_draw_their_own_thin_curves(seeds, thin):
 
 @pytest.mark.parametrize("panels, columns", [(1, 1), (2, 2), (3, 3), (4, 2), (5, 3), (6, 3), (7, 2), (8, 2), (9, 3)])
 def test_a_grid_of_panels_leaves_the_fewest_cells_empty_in_at_most_three_columns(panels, columns):
-    from pipeline_src.figures.common import grid_columns
+    from pipeline_src.figures.shared import grid_columns
 
     assert grid_columns(panels) == columns
 

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from pipeline_src.figures import lines  # noqa: E402
-from pipeline_src.figures.common import mean_over_seeds  # noqa: E402
+from pipeline_src.figures.shared import mean_over_seeds  # noqa: E402
 from pipeline_src.schemes import SCHEMES  # noqa: E402
 
 VARIANTS = ["scratchpad", "direct", "k2", "k4"]  # a task's variants: with or without a scratchpad, or K_train

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from pipeline_src.figures import common  # noqa: E402
+from pipeline_src.figures import shared as common  # noqa: E402
 
 
 def figure(width_in: float, smallest_pt: float, panels: int = 1):

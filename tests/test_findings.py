@@ -14,22 +14,17 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.bookkeeping import paths
+from pipeline_src.planning import jobs
+from pipeline_src.planning import paths
 from pipeline_src import studies
 from pipeline_src.cli import main
-from pipeline_src.evaluation import findings as judged
-from pipeline_src.evaluation import run_findings, run_summary
-from pipeline_src.evaluation.accuracy_schema import AccuracySchema
-from pipeline_src.evaluation.stats import wilson_interval
-from pipeline_src.language import config as lang
-from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, InfluenceConfig, influence_schema
-from pipeline_src.storage import datasets
+from pipeline_src.reporting import findings as judged
+from pipeline_src.reporting import run_findings, run_summary
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
+from tests.helpers import F1_TASK, F2_TASK, F3_TASK, flat, influence_table, write_run
 
-F1_TASK, F2_TASK, F3_TASK = (jobs.FIGURE_TASK[f"figure{i}"] for i in (1, 2, 3))
-N = 1000  # samples per cell: accuracies are exact to 3 decimals
 N_SEEDS = 6  # seeds per run: the fewest at which a paired comparison is significant among F1's three (Holm)
 
 
@@ -51,43 +46,10 @@ def config(base_config) -> dict:
     return config
 
 
-def write_run(results, config: dict, task: str, variant: str, scheme: str, seed: int, accuracy,
-              other_metric: float | None = None) -> None:
-    """One run's accuracy table over the config's evaluation grid: ``accuracy(k, length)`` of the
-    variant's headline metric (k None for a task without k_test); with ``other_metric``, also rows of
-    another metric at that accuracy everywhere (which the findings must not read)."""
-    section = config[task]
-    t = get_task(task)
-    ks = sorted(section["eval"]["k_test"]) if "k_test" in section["eval"] else [None]
-    metric = t.headline_metric(variant)
-    rows = [(k, length, metric, accuracy(k, length)) for k in ks for length in section["eval"]["lengths"]]
-    if other_metric is not None:
-        other = "answer" if metric != "answer" else "exact_match"
-        rows += [(k, length, other, other_metric) for k, length, _, _ in list(rows)]
-    k_train = t.layout.params(variant)["k_train"] if t.layout.by_k_train else None
-    hits = np.array([round(acc * N) for *_, acc in rows])
-    low, high = wilson_interval(hits, np.full(len(hits), N))
-    frame = pl.DataFrame({
-        "task": task, "variant": variant, "scheme": scheme,
-        "k_train": pl.Series([k_train] * len(rows), dtype=pl.Int32),
-        "seed": pl.Series([seed] * len(rows), dtype=pl.Int64),
-        "k": pl.Series([k for k, *_ in rows], dtype=pl.Int32),
-        "length": pl.Series([length for _, length, *_ in rows], dtype=pl.Int32),
-        "metric": [m for _, _, m, _ in rows], "n": pl.Series([N] * len(rows), dtype=pl.Int64),
-        "correct": pl.Series(hits, dtype=pl.Int64), "accuracy": hits / N, "ci_low": low, "ci_high": high})
-    path = paths.under(results, paths.accuracy(task=task, scheme=scheme, variant=variant, seed=seed))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.write(frame, path, AccuracySchema, {"format": "test"})
-
-
 def write_seeds(results, config, task, variant, scheme, accuracies, **kw) -> None:
     """One table per seed of ``accuracies`` (a list of functions (k, length) -> accuracy)."""
     for seed, accuracy in zip(config[task]["seeds"], accuracies):
         write_run(results, config, task, variant, scheme, seed, accuracy, **kw)
-
-
-def flat(value: float):
-    return lambda k, length: value
 
 
 def judge_folder(config, results) -> list[judged.Finding]:
@@ -285,30 +247,6 @@ def test_f3_nothing_learned_is_undecided(tmp_path, config, best_in_training, exp
 # --- F4: natural language ---
 
 
-def influence_table(config, results, own: np.ndarray, other: np.ndarray) -> None:
-    """An influence table whose targets recover the fractions ``own`` (their own far tokens) and
-    ``other`` (another document's) of their gain at every k."""
-    section = config["language"]
-    cfg = InfluenceConfig(context=section["context"], local=section["local"], k_max=section["analysis"]["k_max"])
-    n = len(own)
-    long = np.full(n, 3.0)
-    short = long + KEY_TOKEN_GAIN / 2  # a gain of 1 nat: above the threshold, no key tokens
-
-    def losses(fraction):
-        return pl.Series([[s - f * (s - lo)] * cfg.k_max for s, lo, f in zip(short, long, fraction)],
-                         dtype=pl.List(pl.Float64))
-    frame = pl.DataFrame({
-        "doc": pl.Series(range(n), dtype=pl.Int64), "t": pl.Series([cfg.context] * n, dtype=pl.Int32),
-        "target": pl.Series([7] * n, dtype=pl.Int32), "long_loss": long, "short_loss": short,
-        "sparse_loss": losses(own), "chosen": pl.Series([list(range(cfg.k_max))] * n, dtype=pl.List(pl.Int32)),
-        "key_token": [False] * n, "random_loss": losses(np.zeros(n)), "other_loss": losses(other),
-        "other_doc": pl.Series([(i + 1) % n for i in range(n)], dtype=pl.Int64),
-        "other_t": pl.Series([cfg.context] * n, dtype=pl.Int32)})
-    path = paths.under(results, paths.INFLUENCE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.write(frame, path, influence_schema(cfg), {"format": "test"})
-
-
 @pytest.mark.parametrize("own, other, expected", [
     ((0.75, 0.85), (0.15, 0.25), judged.REPRODUCED),  # apart, own above
     ((0.15, 0.25), (0.75, 0.85), judged.CONTRADICTED),  # apart, the other document above
@@ -379,6 +317,7 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     assert all(line.count(" | ") == 4 for line in lines[2:])  # no cell breaks the table
 
 
+@pytest.mark.e2e
 def test_findings_read_tables_without_torch(tmp_path, base_config):
     """The command reads tables only: judging every finding (F4's influence table included) never
     imports torch."""
@@ -416,8 +355,8 @@ def write_f2(results, config, coupled_value: float, other_value: float) -> None:
 @pytest.mark.parametrize("good, expected", [(True, judged.REPRODUCED), (False, judged.CONTRADICTED)])
 def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path, config, good, expected):
     from pipeline_src.figures.caption import render
-    from pipeline_src.bookkeeping.task_study import CAPTION_RUN
-    from tests.test_caption import TASK, record
+    from pipeline_src.planning.task_study import CAPTION_RUN
+    from tests.helpers import CAPTION_TASK as TASK, caption_record as record
 
     write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
     spec = jobs.figure_spec(config, "figure2")
@@ -526,7 +465,7 @@ def test_the_landing_page_leads_with_the_findings_judged_from_the_results(tmp_pa
     from docutils.core import publish_parts
 
     from pipeline_src import studies
-    from pipeline_src.bookkeeping.landing import render
+    from pipeline_src.reporting.landing import render
 
     write_f2(tmp_path, config, 0.8, 0.1)
     section = run_findings.landing_section(config, tmp_path)
@@ -567,7 +506,7 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     without a summary yet reads "no results yet", never a verdict."""
     import yaml
 
-    from pipeline_src.studies import load_config
+    from pipeline_src.config.load import load_config
 
     monkeypatch.chdir(REPO)
     write_f2(tmp_path / "cpu", default_config(), 0.8, 0.1)
@@ -594,7 +533,7 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
 
 
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
-    from pipeline_src.evaluation import scales
+    from pipeline_src.reporting import scales
 
     assert scales.cell(judged.not_configured("F3", "variable_assignment")) == scales.NOT_RUN
     missing = judged.Finding("F3", "claim", "criterion", "numbers", judged.undecided("no results for ppc"))

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.bookkeeping import paths
-from pipeline_src.bookkeeping.records import build_record
-from pipeline_src.bookkeeping.status import cell_jobs
+from pipeline_src.config.load import load_config
+from pipeline_src.planning import jobs
+from pipeline_src.planning import paths
+from pipeline_src.provenance.records import build_record
+from pipeline_src.planning.cell_jobs import cell_jobs
 from pipeline_src.cli import main
-from pipeline_src.language import config as lang
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.storage.provenance import write_sidecar
-from pipeline_src.studies import load_config
 from tests.conftest import REPO, default_config
-from tests.test_findings import F2_TASK, flat, influence_table, write_run
+from tests.helpers import F2_TASK, flat, influence_table, write_run
 
 SMOKE = "config/smoke.yaml"
 

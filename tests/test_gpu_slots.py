@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline_src.device_setting import GPUS_ENV, SLOTS_ENV
-from tests.test_workflow import copy_workflow, planned_jobs, snakemake
+import pytest
+
+from pipeline_src.planning.devices import GPUS_ENV, SLOTS_ENV
+from tests.helpers import copy_workflow, planned_jobs, snakemake
+
+pytestmark = pytest.mark.e2e  # GPU slots claimed by subprocesses, and Snakemake runs
 
 CLAIM = ("import sys, time\nfrom pipeline_src.device import claim_gpu_slot\n"
          "print(claim_gpu_slot(wait_seconds=0.1), flush=True)\ntime.sleep(float(sys.argv[1]))")

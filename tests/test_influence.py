@@ -11,14 +11,12 @@ import torch
 
 from pipeline_src.language import influence as inf
 from pipeline_src.storage.datasets import DataError, validate
-from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
+from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
+from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets
-from pipeline_src.model import Decoder, ModelConfig
+from tests.helpers import INFLUENCE_VOCAB as VOCAB, SMALL, random_model, small_targets, token_stream
 from tests.influence_reference import reference_influential_tokens
-
-VOCAB = 32
-SMALL = dict(context=16, local=8, k_max=3, n_targets=5, seed=1)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -28,32 +26,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def token_stream(lengths, splits=None, seed: int = 0) -> pl.DataFrame:
-    """A token stream frame: document i has lengths[i] random tokens."""
-    rng = np.random.default_rng(seed)
-    splits = splits or ["heldout"] * len(lengths)
-    return pl.DataFrame({
-        "doc": pl.Series(range(len(lengths)), dtype=pl.Int64),
-        "split": pl.Series(splits, dtype=pl.String),
-        "tokens": pl.Series([rng.integers(1, VOCAB, n).tolist() for n in lengths], dtype=pl.List(pl.Int32)),
-    })
-
-
-def random_model(encoding: str = "rope", seed: int = 0) -> Decoder:
-    """A tiny Decoder with large random weights, so that candidates' losses differ clearly."""
-    torch.manual_seed(seed)
-    model = Decoder(ModelConfig(vocab_size=VOCAB, d_model=32, n_layer=2, n_head=2, max_positions=64,
-                                position_encoding=encoding))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.5)
-    return model.eval()
-
-
-def small_targets(cfg: InfluenceConfig) -> pl.DataFrame:
-    return select_targets(token_stream([40, 10, 25, 60], ["heldout", "heldout", "train", "heldout"]), cfg)
 
 
 # ---------------------------------------------------------------- configuration

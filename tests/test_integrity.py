@@ -7,23 +7,22 @@ where it can be foreseen."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Callable
 
 import polars as pl
 import pytest
 
-from pipeline_src.bookkeeping.records import build_record
-from pipeline_src.checkpoints import CheckpointError
+from pipeline_src.provenance.records import build_record
+from pipeline_src.training.checkpoints import CheckpointError
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.language.tokenizer import encode_documents, read_tokens, train_tokenizer, write_tokens
 from pipeline_src.storage import datasets
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec, write_dataset
+from tests.helpers import mounted
 
 quiet = {"progress": lambda line: None}
 CHANGED = r"changed since it was written \(sha256 [0-9a-f]{64}, [a-z ]+ [0-9a-f]{64}\)"
@@ -129,20 +128,6 @@ def test_an_interrupt_while_reading_is_not_swallowed(tmp_path, monkeypatch):
         datasets.load(path)
 
 
-@contextlib.contextmanager
-def mounted(folder: Path, options: str):
-    """A tmpfs mounted on ``folder`` with ``options`` (e.g. a size, or read-only); unmounted after.
-    Mounting needs root: the test is skipped where that is refused."""
-    folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
 def fill(folder: Path, leave: int) -> None:
     """Fill ``folder``'s file system but ``leave`` bytes."""
     free = shutil.disk_usage(folder).free
@@ -158,7 +143,7 @@ def test_a_write_that_fills_the_disk_names_the_file_and_enospc(tmp_path, writer)
     import torch
     from safetensors.torch import save_file
 
-    from pipeline_src.checkpoints import save_state
+    from pipeline_src.training.checkpoints import save_state
     from pipeline_src.storage.atomic import WriteError, replacing
 
     big = {"weights": torch.rand(1 << 19, generator=torch.Generator().manual_seed(0))}  # 2 MiB, incompressible

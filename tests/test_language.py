@@ -1,4 +1,4 @@
-"""The natural-language chain (SPEC 6): config -> specs, corpus (c4 shards, jsonl) -> tokenizer ->
+"""The natural-language chain: config -> specs, corpus (c4 shards, jsonl) -> tokenizer ->
 token stream through the CLI, language-model training through the shared trainer (held-out loss,
 resume), loss by position, the influence analysis with our model and a local Hugging Face model."""
 
@@ -16,19 +16,19 @@ from click.testing import CliRunner
 from safetensors.torch import load_file
 
 from tests.conftest import default_config
-from pipeline_src.bookkeeping.schema import config_schema
-from pipeline_src import studies
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.language import config as lang
+from pipeline_src.config.load import load_config, validate
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.config.schema import config_schema
+from pipeline_src.planning import jobs
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.storage.canonical import canonical_json, sha256_file
 from pipeline_src.cli import main
 from pipeline_src.language.analysis import analyse, evaluate_model
 from pipeline_src.language.token_stream import build_corpus
 from pipeline_src.storage.provenance import format_trace, read_record, trace
 from pipeline_src.language.tokenizer import read_tokens
-from pipeline_src.language.training import train_language_model
-from tests.test_corpus import write_shard
-from tests.test_tokenizer import SENTENCES
+from pipeline_src.language.lm_training import train_language_model
+from tests.helpers import SENTENCES, write_shard
 
 REPO = Path(__file__).resolve().parents[1]
 quiet = {"progress": lambda line: None}
@@ -43,8 +43,8 @@ def merged(base: dict, override: dict) -> dict:
 
 
 DEFAULT = default_config()
-SMOKE = studies.load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
-PAPER = studies.load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
+SMOKE = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
+PAPER = load_config([REPO / "config" / "paper.yaml"], base=REPO / "config" / "config.yaml")
 SCHEMA = config_schema()
 
 
@@ -127,15 +127,15 @@ def test_inconsistent_language_configs_name_the_field(changes, message):
     config = copy.deepcopy(DEFAULT)
     for key, value in changes.items():
         config["language"][key] = merged(config["language"][key], value) if isinstance(value, dict) else value
-    with pytest.raises(jobs.ConfigError, match=message.replace(".", r"\.")):
-        studies.validate(config)
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        validate(config)
 
 
 def test_language_listed_as_a_task_says_what_switches_the_study():
     config = copy.deepcopy(DEFAULT)
     config["tasks"] = [*config["tasks"], "language"]
-    with pytest.raises(jobs.ConfigError, match=r"tasks\[5\]: .language. is not one of .*language\.enabled switches it"):
-        studies.validate(config)
+    with pytest.raises(ConfigError, match=r"tasks\[5\]: .language. is not one of .*language\.enabled switches it"):
+        validate(config)
 
 
 # --- corpus -> tokenizer -> token stream ----------------------------------------------------------
@@ -233,7 +233,7 @@ def test_language_evaluation_and_analysis_into_a_read_only_folder_fail_before_lo
                                                                                                  monkeypatch):
     from pipeline_src.language import analysis
     from pipeline_src.storage.atomic import WriteError
-    from tests.test_integrity import mounted
+    from tests.helpers import mounted
 
     def no_model(folder):
         raise AssertionError("the model was loaded before the output folder was checked")

@@ -8,15 +8,16 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.evaluation.influence_summary import recovered_gain, tokens_needed
+from pipeline_src.reporting.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language import influence
-from pipeline_src.language.influence_table import InfluenceConfig, InfluenceError, influence_schema
+from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
+from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
-from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.provenance.records import build_record
 from pipeline_src.storage.provenance import read_record
 
-SPEC = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
+PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
 
 
 def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
@@ -71,20 +72,20 @@ def tables(tmp_path):
 @pytest.mark.parametrize("plot", ["hexbin", "scatter"])
 def test_figure4_renders_with_provenance(tables, tmp_path, plot):
     outputs = [tmp_path / "figure4.png", tmp_path / "figure4.pdf"]
-    figure4.plot({**SPEC, "plot": plot}, tables[:1], outputs)
+    figure4.plot({**PLOT_CONFIG, "plot": plot}, tables[:1], outputs)
     for path in outputs:
         assert path.stat().st_size > 1000
         record = read_record(path)
-        assert record["code"]["stage"] == "language_figures" and record["seeds"] == {"seed": SPEC["seed"]}
+        assert record["code"]["stage"] == "language_figures" and record["seeds"] == {"seed": PLOT_CONFIG["seed"]}
 
 
 def test_figure4_without_targets_above_the_threshold_still_renders(tables, tmp_path):
-    figure4.plot({**SPEC, "plot": "scatter", "gain_threshold": 100.0}, tables[:1], [tmp_path / "f.png"])
+    figure4.plot({**PLOT_CONFIG, "plot": "scatter", "gain_threshold": 100.0}, tables[:1], [tmp_path / "f.png"])
     assert (tmp_path / "f.png").stat().st_size > 1000
 
 
 def test_pose_figure_renders_from_inputs_in_any_order(tables, tmp_path):
-    spec = {**SPEC, "recover_fraction": 0.8, "short_context": 8, "target_length": 16}
+    spec = {**PLOT_CONFIG, "recover_fraction": 0.8, "short_context": 8, "target_length": 16}
     outputs = [tmp_path / "pose.png", tmp_path / "pose.pdf"]
     language_pose.plot(spec, list(reversed(tables)), outputs)
     assert all(path.stat().st_size > 1000 for path in outputs)
@@ -96,7 +97,7 @@ def test_pose_figure_renders_from_inputs_in_any_order(tables, tmp_path):
 
 def test_pose_figure_needs_every_kind_of_table(tables, tmp_path):
     with pytest.raises(ValueError, match="needs loss-by-position"):
-        language_pose.plot({**SPEC, "recover_fraction": 0.8, "short_context": 8, "target_length": 16},
+        language_pose.plot({**PLOT_CONFIG, "recover_fraction": 0.8, "short_context": 8, "target_length": 16},
                            tables[:1], [tmp_path / "x.png"])
 
 

@@ -17,7 +17,7 @@ from pipeline_src.model import ModelOutput
 from pipeline_src.schemes import get_scheme
 from pipeline_src.tasks import get_task
 from pipeline_src.tasks import parity_scratchpad, sparse_parity
-from tests.test_evaluate import DATASETS, eval_sets, models  # noqa: F401  (fixtures: tiny trained models)
+from tests.helpers import DATASETS  # the tiny trained models: the fixtures models and eval_sets (conftest.py)
 
 N_LAYER, N_HEAD = 2, 3
 
@@ -172,7 +172,7 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
     """On tiny trained models (some samples right, some wrong): the first error found under teacher
     forcing is the first token (or, for ppc, position ID) that greedy decoding, one sample at a time
     without a cache, gets wrong; and the evaluation job writes every table, keyed by its cells."""
-    from pipeline_src.checkpoints import load_model
+    from pipeline_src.training.checkpoints import load_model
     from pipeline_src.evaluation.decoding import greedy_decode
     from pipeline_src.evaluation.evaluate import evaluate
     from pipeline_src.evaluation.mechanism_schema import read

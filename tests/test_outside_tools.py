@@ -4,17 +4,17 @@ it on a lent GPU, where time is too rare to find out."""
 
 from pathlib import Path
 
-from pipeline_src import studies
 from pipeline_src.bookkeeping import config as kit_jobs
-from pipeline_src.bookkeeping.status import load_config
+from pipeline_src.bookkeeping.status import load_config as kit_load_config
+from pipeline_src.config.load import load_config
 from pipeline_src.language import config as lang
 
 PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"
 
 
 def test_the_gpu_kit_plans_paper_cells_as_the_pipeline_does():
-    seen = load_config([PAPER])
-    checked = studies.load_config([PAPER])
+    seen = kit_load_config([PAPER])
+    checked = load_config([PAPER])
     assert kit_jobs.tasks(seen) == kit_jobs.tasks(checked) and "variable_assignment" in kit_jobs.tasks(seen)
     assert lang.models(seen) == lang.models(checked)
     for task in kit_jobs.tasks(seen):

@@ -1,4 +1,4 @@
-"""parity_scratchpad generator (SPEC 2.2) and its own Parquet schema checks.
+"""parity_scratchpad generator (Figure 2) and its own Parquet schema checks.
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings and
 the running parity and coupled IDs are rebuilt with plain Python loops.
@@ -14,15 +14,15 @@ import pytest
 
 from pipeline_src.tasks import get_task
 
-from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame
-from .test_task_contract import generate as generate_task
+from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, small_frame
+from .helpers import generate as generate_task
 
 NAME = "parity_scratchpad"
 TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {**SPECS[NAME]["train"], "n_samples": 2000}
-EVAL = SPECS[NAME]["eval"]
+TRAIN = {**TASK_PARAMS[NAME]["train"], "n_samples": 2000}
+EVAL = TASK_PARAMS[NAME]["eval"]
 
 generate = functools.partial(generate_task, NAME)
 train_frame, eval_frame = frame_fixtures(NAME, TRAIN)

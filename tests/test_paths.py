@@ -6,9 +6,10 @@ import ast
 import re
 from pathlib import Path
 
-from pipeline_src.bookkeeping import jobs
-from pipeline_src import studies
-from pipeline_src.bookkeeping import paths, status
+from pipeline_src.config.load import load_config
+from pipeline_src.planning.cell_jobs import cell_jobs
+from pipeline_src.planning import jobs
+from pipeline_src.planning import paths
 
 REPO = Path(__file__).resolve().parents[1]
 CELL = {"task": "parity_scratchpad", "variant": "scratchpad", "scheme": "ppc", "seed": 1}
@@ -44,17 +45,17 @@ def string_constants(path: Path) -> list[str]:
 
 
 def test_status_writes_no_result_path_of_its_own():
-    written = [text for text in string_constants(REPO / "pipeline_src/bookkeeping/status.py")
+    written = [text for text in string_constants(REPO / "pipeline_src/reporting/cell_status.py")
                if "results" in text.split("/") or RESULT_FILE.search(text)]
     assert written == []
 
 
 def test_every_path_status_reads_comes_from_paths(monkeypatch):
-    config = studies.load_config([REPO / "config/smoke.yaml"], base=REPO / "config/config.yaml")
+    config = load_config([REPO / "config/smoke.yaml"], base=REPO / "config/config.yaml")
     cells = [cell for task in jobs.tasks(config) for cell in jobs.cells(config, task)]
     monkeypatch.setattr(paths, "RESULTS", "elsewhere")
     for cell in cells:
-        for job in status.cell_jobs(config, cell):
+        for job in cell_jobs(config, cell):
             for path in [*job.outputs, *job.inputs.values()]:
                 assert path.startswith("elsewhere/"), path
 

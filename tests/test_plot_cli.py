@@ -8,7 +8,7 @@ import json
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from tests.test_tables import accuracy_file
+from tests.helpers import accuracy_file
 
 
 def test_plot_refuses_a_spec_for_another_task(tmp_path):

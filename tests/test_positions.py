@@ -1,4 +1,4 @@
-"""Positional schemes (SPEC 3): PoSE, shift and offset training IDs, the registry, and training batches."""
+"""Positional schemes (docs/tasks.md): PoSE, shift and offset training IDs, the registry, and training batches."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def test_sequential_base_replaces_coupled_ids():
 
 # --- registry -----------------------------------------------------------------------------------
 
-SPEC_SCHEMES = {  # SPEC 3: (encoding, train-time transform)
+DOCUMENTED_SCHEMES = {  # docs/tasks.md's table: (encoding, train-time transform)
     "nope": ("none", identity_ids),
     "rope": ("rope", identity_ids),
     "abs": ("abs", identity_ids),
@@ -223,10 +223,10 @@ def test_only_coupled_schemes_use_coupled_ids_and_only_ppc_predicts():
     assert {n for n, s in SCHEMES.items() if s.predicts_positions} == {"ppc"}
 
 
-@pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
-def test_spec_schemes_are_registered(name):
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_SCHEMES))
+def test_documented_schemes_are_registered(name):
     scheme = get_scheme(name)
-    assert (scheme.encoding.name, scheme.train_transform) == SPEC_SCHEMES[name]
+    assert (scheme.encoding.name, scheme.train_transform) == DOCUMENTED_SCHEMES[name]
     assert scheme.module == f"pipeline_src.schemes.{name}"
 
 
@@ -236,7 +236,7 @@ def _batch():
     return base, lengths
 
 
-@pytest.mark.parametrize("name", sorted(SPEC_SCHEMES))
+@pytest.mark.parametrize("name", sorted(DOCUMENTED_SCHEMES))
 def test_train_ids_apply_the_scheme_transform(name):
     scheme = SCHEMES[name]
     base, lengths = _batch()
@@ -272,6 +272,7 @@ def test_every_scheme_module_declares_its_scheme():
     assert all(SCHEMES[name].module == f"{package.__name__}.{name}" for name in members)
 
 
+@pytest.mark.e2e
 def test_registry_rejects_a_scheme_not_named_after_its_module(tmp_path, monkeypatch):
     import shutil
     import subprocess
@@ -290,11 +291,12 @@ def test_registry_rejects_a_scheme_not_named_after_its_module(tmp_path, monkeypa
     assert "pipeline_src.schemes.nope.SCHEME is named 'nothing'; a scheme is named after its module" in done.stderr
 
 
+@pytest.mark.e2e
 def test_importing_the_registry_imports_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, pipeline_src.schemes as s, pipeline_src.bookkeeping.jobs; "
+    code = ("import sys, pipeline_src.schemes as s, pipeline_src.planning.jobs; "
             "assert 'torch' not in sys.modules, 'torch imported'; print(len(s.SCHEMES))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -5,8 +5,6 @@ a one-line error naming the command that installs it."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import polars as pl
 import pytest
 import torch
@@ -14,7 +12,7 @@ import torch
 from pipeline_src.language import pretrained
 from pipeline_src.storage.provenance import read_record
 from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
-from tests.test_workflow import copy_workflow, snakemake, write_override
+from tests.helpers import copy_workflow, snakemake, write_override
 
 pytest.importorskip("gguf", reason="the pretrained extra: pip install -e '.[pretrained]'")
 
@@ -52,6 +50,7 @@ def test_dropping_a_token_at_kept_positions_is_masking_it(tiny):
     assert not torch.allclose(at_kept, renumbered, atol=1e-2)
 
 
+@pytest.mark.e2e
 def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
     """Figure 4 of a GGUF model: its own tokenizer makes the token stream, the analysis reads the
     file (no model of ours trained), and the influence table's record names and hashes it."""
@@ -68,6 +67,7 @@ def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
     assert (workdir / "results" / "figures" / "figure4.png").is_file()
 
 
+@pytest.mark.e2e
 def test_a_shipped_model_not_installed_names_the_command(tmp_path, monkeypatch):
     """A shipped model not installed names the command that installs it. A missing model stops a run
     when it plans its jobs, before any job starts, not when a config is read (a committed summary

@@ -70,7 +70,7 @@ def test_a_model_without_its_weights_is_traced_by_its_trainings_model_json(tmp_p
     """Results brought back without weights (a GPU machine's): the chain reads the model's record
     from the model.json its training wrote beside it (the same record but for the artifact), says
     so, and goes on upstream; without stand-ins the model has no provenance."""
-    from pipeline_src.bookkeeping.paths import same_job
+    from pipeline_src.planning.paths import same_job
 
     monkeypatch.chdir(tmp_path)
     spec = tiny_train_spec()

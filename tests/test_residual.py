@@ -7,8 +7,8 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src import studies
-from pipeline_src.bookkeeping import jobs
+from pipeline_src.config.load import load_config, validate
+from pipeline_src.planning import jobs
 
 from pipeline_src.model import Decoder, ModelConfig
 
@@ -81,11 +81,11 @@ def test_a_task_residual_setting_changes_only_that_tasks_models(task):
     """Flipping ``<task>.model.parallel_residual`` in the default config changes that task's
     training specs (its models retrain) and leaves every other model's spec equal, value for value
     (same config hash: nothing else retrains or changes)."""
-    base = studies.load_config(base=ROOT / "config" / "config.yaml")
+    base = load_config(base=ROOT / "config" / "config.yaml")
     flipped = not base[task]["model"]["parallel_residual"]
     changed = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     changed[task].setdefault("model", {})["parallel_residual"] = flipped
-    studies.validate(changed)
+    validate(changed)
     before, after = _train_specs(base), _train_specs(changed)
     assert before.keys() == after.keys()
     for key, spec in before.items():

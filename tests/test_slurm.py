@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests import slurm_cluster
-from tests.test_workflow import copy_workflow, write_override
+from tests.helpers import copy_workflow, write_override
 
 pytest.importorskip("snakemake_executor_plugin_slurm")
-pytestmark = pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(slurm_cluster.missing() is not None, reason=str(slurm_cluster.missing()))]
 
 # The node has this machine's CPUs; a submission of models sharing a GPU takes 2 of them, two models
 # to a GPU, each model job 1 CPU and 2000 MB (docs/cluster.md, "Run on a cluster").

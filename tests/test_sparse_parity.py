@@ -1,4 +1,4 @@
-"""sparse_parity generator (SPEC 2.1) and its Parquet schema checks (pipeline_src.storage.datasets).
+"""sparse_parity generator (Figure 1) and its Parquet schema checks (pipeline_src.storage.datasets).
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings and
 parsed with plain Python loops.
@@ -16,31 +16,18 @@ import pytest
 from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 
-from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame
-from .test_task_contract import generate as generate_task
+from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, parse, small_frame
+from .helpers import generate as generate_task
 
 NAME = "sparse_parity"
 TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {**SPECS[NAME]["train"], "n_samples": 3000}
-EVAL = SPECS[NAME]["eval"]
+TRAIN = {**TASK_PARAMS[NAME]["train"], "n_samples": 3000}
+EVAL = TASK_PARAMS[NAME]["eval"]
 
 generate = functools.partial(generate_task, NAME)
 train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
-
-
-def parse(prompt_ids) -> tuple[list[str], list[str]]:
-    """Decode a prompt and split it into (markers, bits), checking the layout on the way."""
-    tokens = VOCAB.decode(prompt_ids)
-    assert tokens[0] == "<bos>", tokens
-    assert tokens[-1] == "=", tokens
-    body = tokens[1:-1]
-    assert len(body) % 2 == 0, tokens
-    markers, bits = body[0::2], body[1::2]
-    assert all(m in ("*", "-") for m in markers), tokens
-    assert all(b in ("0", "1") for b in bits), tokens
-    return markers, bits
 
 
 def parity(markers: list[str], bits: list[str]) -> int:

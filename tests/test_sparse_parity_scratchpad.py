@@ -1,4 +1,4 @@
-"""sparse_parity_scratchpad generator (SPEC 2.2 variant) and its own Parquet schema checks.
+"""sparse_parity_scratchpad generator (ours, beyond the paper) and its own Parquet schema checks.
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings (by
 sparse parity's test parser) and the running parity over the marked bits and its coupled IDs are
@@ -15,16 +15,16 @@ import pytest
 
 from pipeline_src.tasks import get_task
 
-from .test_sparse_parity import parse  # the prompt is sparse parity's
-from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, small_frame
-from .test_task_contract import generate as generate_task
+from .helpers import parse  # the prompt is sparse parity's
+from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, small_frame
+from .helpers import generate as generate_task
 
 NAME = "sparse_parity_scratchpad"
 TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {**SPECS[NAME]["train"], "n_samples": 2000}
-EVAL = SPECS[NAME]["eval"]
+TRAIN = {**TASK_PARAMS[NAME]["train"], "n_samples": 2000}
+EVAL = TASK_PARAMS[NAME]["eval"]
 
 generate = functools.partial(generate_task, NAME)
 train_frame, eval_frame = frame_fixtures(NAME, TRAIN)

@@ -7,8 +7,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from pipeline_src.cli import main
 from tests.conftest import REPO, tiny_train_spec
+
+pytestmark = pytest.mark.e2e  # the console script and fresh interpreters, each in a process of its own
 
 HEAVY = ("torch._dynamo", "pandera", "pandas")  # what a training job has no use for
 
@@ -54,8 +58,8 @@ def test_console_script_flushes_its_output_and_keeps_the_status(tmp_path, train_
 def test_drawing_figures_and_reading_mechanism_tables_does_not_import_torch():
     """A figure job (a task's figure, its mechanism and training figures, its caption's finding; the
     language figures and their summary statistics) never starts torch: it reads tables."""
-    code = ("import sys\nimport pipeline_src.figures.mechanism, pipeline_src.figures.figure2\n"
-            "import pipeline_src.figures.training, pipeline_src.evaluation.findings\n"
+    code = ("import sys\nimport pipeline_src.figures.mechanism_figure, pipeline_src.figures.figure2\n"
+            "import pipeline_src.figures.training_curves, pipeline_src.reporting.findings\n"
             "import pipeline_src.figures.figure4, pipeline_src.figures.language_pose\n"
             "import pipeline_src.evaluation.mechanism_summary\nprint('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

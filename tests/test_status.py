@@ -10,11 +10,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import status as status_module
+from pipeline_src.config.load import load_config
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.planning import cell_jobs as cell_jobs_module
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
-from pipeline_src.bookkeeping.status import StatusError, cell_jobs
-from pipeline_src.studies import load_config
+from pipeline_src.planning.cell_jobs import cell_jobs
 from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,8 +120,8 @@ def test_changed_evaluation_or_data_value_names_that_job(workdir):
 
 
 def test_changed_code_makes_the_cell_stale(workdir, monkeypatch):
-    real = status_module.stage_digest
-    monkeypatch.setattr(status_module, "stage_digest",
+    real = cell_jobs_module.stage_digest
+    monkeypatch.setattr(cell_jobs_module, "stage_digest",
                         lambda stage, task=None, scheme=None: "edited" if stage == "evaluate"
                         else real(stage, task, scheme))
     row = status_rows("config/tiny.yaml")[0]
@@ -142,7 +143,7 @@ def test_remade_model_or_missing_output_makes_the_cell_stale(workdir):
 def test_a_lost_mechanism_table_makes_the_cell_stale(workdir):
     """The evaluation job writes the accuracy table and the mechanism tables: Snakemake reruns it when
     either is lost, and the status says so."""
-    from pipeline_src.bookkeeping import paths
+    from pipeline_src.planning import paths
 
     cell = {"task": "sparse_parity", "scheme": "rope_pose", "variant": "k2", "seed": 0}
     table = Path(paths.mechanism_tables(**cell)["attention"])
@@ -173,7 +174,7 @@ def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
 
 
 def test_unfinished_cells_lists_diverged_cells_and_jobs_that_left_only_a_log(tmp_path):
-    from pipeline_src.bookkeeping.status import unfinished_cells, unfinished_warning
+    from pipeline_src.reporting.cell_status import unfinished_cells, unfinished_warning
 
     assert unfinished_cells(tmp_path) == {"cells whose training diverged": "none",
                                           "jobs that failed (their log, no output)": "none"}
@@ -203,9 +204,9 @@ def test_load_config_merges_like_snakemake(workdir):
 
 def test_bad_configs_name_the_file(workdir):
     bad = override("bad.yaml", {"sparse_parity": {"no_such_field": 1}})
-    with pytest.raises(StatusError, match="config/bad.yaml"):
+    with pytest.raises(ConfigError, match="config/bad.yaml"):
         load_config([Path(bad)])
-    with pytest.raises(StatusError, match="config/absent.yaml: config file not found"):
+    with pytest.raises(ConfigError, match="config/absent.yaml: config file not found"):
         load_config([Path("config/absent.yaml")])
     shown = CliRunner().invoke(main, ["status", "--configfile", bad])
     assert shown.exit_code != 0 and "config/bad.yaml" in shown.output
@@ -229,6 +230,7 @@ def test_notes_are_cut_to_the_terminal_width_unless_wide(workdir):
     assert "train.steps: 12 -> 9" in wide.output and "--wide" not in wide.output
 
 
+@pytest.mark.e2e
 def test_cell_jobs_are_the_jobs_the_rules_plan(tmp_path):
     """The job chain is written twice: as rules (workflow/rules) and as status.cell_jobs, which
     `lengthgen status`, provenance checks and each figure's inputs follow. Every job of the smoke
@@ -237,8 +239,8 @@ def test_cell_jobs_are_the_jobs_the_rules_plan(tmp_path):
     import subprocess
     import sys
 
-    from pipeline_src.bookkeeping import jobs
-    from tests.test_workflow import copy_workflow
+    from pipeline_src.planning import jobs
+    from tests.helpers import copy_workflow
 
     workdir = copy_workflow(tmp_path)
     done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "all", "--configfile",

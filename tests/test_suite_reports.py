@@ -9,7 +9,11 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.conftest import REPO, TEST_TIMEOUT_ENV
+
+pytestmark = pytest.mark.e2e  # a pytest run in a process of its own
 
 EXAMPLE = '''
 import time

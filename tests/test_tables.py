@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-import polars as pl
 from click.testing import CliRunner
 
-from pipeline_src.storage import datasets
-from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.cli import main
-from pipeline_src.evaluation.stats import wilson_interval
-
-
-def accuracy_file(path, scheme: str, seed: int, correct: dict[int, int], n: int = 10):
-    lengths = sorted(correct)
-    hits = [correct[length] for length in lengths]
-    low, high = wilson_interval(pl.Series(hits).to_numpy(), pl.Series([n] * len(hits)).to_numpy())
-    frame = pl.DataFrame({
-        "task": "parity_scratchpad", "variant": "scratchpad", "scheme": scheme,
-        "k_train": pl.Series([None] * len(lengths), dtype=pl.Int32), "seed": seed,
-        "k": pl.Series([None] * len(lengths), dtype=pl.Int32), "length": pl.Series(lengths, dtype=pl.Int32),
-        "metric": "answer", "n": n, "correct": hits, "accuracy": [h / n for h in hits], "ci_low": low,
-        "ci_high": high}).with_columns(pl.col("seed").cast(pl.Int64), pl.col("n").cast(pl.Int64),
-                                       pl.col("correct").cast(pl.Int64))
-    datasets.write(frame, path, AccuracySchema, {"format": "test"})
-    return path
+from tests.helpers import accuracy_file
 
 
 def test_table_averages_seeds_per_run_and_length(tmp_path):

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src import tasks
-from pipeline_src.bookkeeping import records
-from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.provenance import records
+from pipeline_src.provenance.records import build_record
 from pipeline_src.cli import main
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate

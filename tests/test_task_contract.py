@@ -5,79 +5,24 @@ Determinism (the same seed writes the same bytes, another seed other data), the 
 schema errors that do not depend on the task: unknown, missing or mistyped columns and the checks
 every task schema inherits from ``frame_schema.TaskSchema``. Each task's own test file keeps what is
 specific to it (labels against an independent recomputation, coupled IDs, laws, its own schema
-checks) and reuses the per-task parameters and helpers defined here.
+checks) and reuses the per-task parameters and helpers of ``tests/helpers.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import io
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.bookkeeping.records import build_record
 from pipeline_src.storage.provenance import sidecar_path
 from pipeline_src.storage.canonical import sha256_file
 from pipeline_src.tasks import TASKS, get_task
+from tests.helpers import TASK_PARAMS, assert_write_rejects, generate, record, small_frame, write
 
-# Per task: the params of the determinism tests (``train``, ``eval``; the task files reuse
-# ``eval`` and enlarge ``train``), a ``small`` training set for the schema tests, and new
-# ``regrid`` evaluation lengths whose cells shared with ``eval`` must come out unchanged.
-SPECS = {
-    "sparse_parity": {
-        "train": {"k_train": 6, "l_min": 4, "l_max": 12, "n_samples": 200},
-        "eval": {"k_test": [1, 3, 6], "lengths": [4, 10, 20], "n_per_cell": 40},
-        "small": {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30},
-        "regrid": [[4, 10, 20, 30], [30, 20, 10, 4], [10, 20]],
-    },
-    "parity_scratchpad": {
-        "train": {"n_min": 1, "n_max": 20, "scratchpad": True, "n_samples": 200},
-        "eval": {"lengths": [1, 5, 20, 60], "scratchpad": True, "n_per_cell": 30},
-        "small": {"n_min": 1, "n_max": 8, "scratchpad": True, "n_samples": 30},
-        "regrid": [[60, 20, 5, 1], [5, 80]],
-        "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
-    },
-    "variable_assignment": {
-        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "scratchpad": True, "n_samples": 200},
-        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "scratchpad": True, "n_per_cell": 40},
-        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True, "n_samples": 30},
-        "regrid": [[24, 8, 2]],
-    },
-    "sparse_parity_scratchpad": {
-        "train": {"k_train": 6, "l_min": 4, "l_max": 12, "n_samples": 200},
-        "eval": {"k_test": [1, 3, 6], "lengths": [4, 10, 40], "n_per_cell": 30},
-        "small": {"k_train": 3, "l_min": 3, "l_max": 8, "n_samples": 30},
-        "regrid": [[40, 10]],
-    },
-    "addition": {
-        "train": {"n_min": 1, "n_max": 12, "n_samples": 200},
-        "eval": {"lengths": [1, 4, 12, 30], "n_per_cell": 30},
-        "small": {"n_min": 1, "n_max": 5, "n_samples": 30},
-        "regrid": [[30, 12, 2]],
-    },
-}
 NAMES = sorted(TASKS)
 SPLITS = [(name, split) for name in NAMES for split in ("train", "eval")]
-
-
-# --- helpers (the task test files use them too) -------------------------------------------------
-
-def record(name: str, split: str, params: dict, seed: int) -> dict:
-    spec = {"task": name, "split": split, "seed": seed, "params": params}
-    return build_record("test", "data", spec, seeds={"seed": seed})
-
-
-def generate(name: str, split: str, params: dict, seed: int) -> pl.DataFrame:
-    task = get_task(name)
-    return {"train": task.generate_train, "eval": task.generate_eval}[split](params, seed)
-
-
-def write(name: str, frame: pl.DataFrame, path: Path, rec: dict) -> Path:
-    datasets.write(frame, path, get_task(name).schema, rec)
-    return path
 
 
 def parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -86,47 +31,15 @@ def parquet_bytes(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def frame_fixtures(name: str, train: dict):
-    """Module-scoped ``train_frame`` (``train``, seed 11) and ``eval_frame`` (the spec's ``eval``,
-    seed 5) fixtures of a task: assign them to those names in the task's test module."""
-
-    @pytest.fixture(scope="module")
-    def train_frame() -> pl.DataFrame:
-        return generate(name, "train", train, 11)
-
-    @pytest.fixture(scope="module")
-    def eval_frame() -> pl.DataFrame:
-        return generate(name, "eval", SPECS[name]["eval"], 5)
-
-    return train_frame, eval_frame
-
-
-@functools.cache
-def small_frame(name: str) -> pl.DataFrame:
-    """The ``small`` training set of a task (seed 2): the frame the schema tests break."""
-    return generate(name, "train", SPECS[name]["small"], 2)
-
-
-def assert_write_rejects(name: str, bad: pl.DataFrame, tmp_path: Path, *words: str) -> None:
-    """Writing ``bad`` raises a DataError naming the file (and ``words``) and writes no file."""
-    path = tmp_path / "out" / "bad.parquet"
-    with pytest.raises(datasets.DataError) as info:
-        datasets.write(bad, path, get_task(name).schema, record(name, "train", {}, 0))
-    assert str(path) in str(info.value)
-    for word in words:
-        assert word in str(info.value)
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
-
-
 def test_every_registered_task_has_a_spec():
-    assert set(SPECS) == set(TASKS)
+    assert set(TASK_PARAMS) == set(TASKS)
 
 
 # --- determinism --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,split", SPLITS)
 def test_same_seed_gives_byte_identical_parquet(tmp_path, name, split):
-    params = SPECS[name][split]
+    params = TASK_PARAMS[name][split]
     rec = record(name, split, params, 3)
     a = write(name, generate(name, split, params, 3), tmp_path / "a.parquet", rec)
     b = write(name, generate(name, split, params, 3), tmp_path / "b.parquet", rec)
@@ -137,12 +50,12 @@ def test_same_seed_gives_byte_identical_parquet(tmp_path, name, split):
 
 @pytest.mark.parametrize("name,split", SPLITS)
 def test_different_seeds_give_different_data(tmp_path, name, split):
-    params = SPECS[name][split]
+    params = TASK_PARAMS[name][split]
     rec = record(name, split, params, 3)  # same record: only the data may differ
     a = write(name, generate(name, split, params, 3), tmp_path / "a.parquet", rec)
     b = write(name, generate(name, split, params, 4), tmp_path / "b.parquet", rec)
     assert a.read_bytes() != b.read_bytes()
-    varied = pl.col("length") >= SPECS[name].get("varied_from", 0)
+    varied = pl.col("length") >= TASK_PARAMS[name].get("varied_from", 0)
     prompts_a = generate(name, split, params, 3).filter(varied)["prompt"].to_list()
     prompts_b = generate(name, split, params, 4).filter(varied)["prompt"].to_list()
     assert prompts_a != prompts_b
@@ -159,7 +72,7 @@ def _cell(frame: pl.DataFrame, name: str, key: tuple) -> pl.DataFrame:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_eval_frame_holds_each_cell_n_per_cell_times(name):
-    params = SPECS[name]["eval"]
+    params = TASK_PARAMS[name]["eval"]
     frame = generate(name, "eval", params, 5)
     task = get_task(name)
     counts = frame.group_by(list(task.cell_columns)).len()
@@ -168,9 +81,9 @@ def test_eval_frame_holds_each_cell_n_per_cell_times(name):
     assert frame.height == params["n_per_cell"] * len(task.eval_cells(params))
 
 
-@pytest.mark.parametrize("name,new_lengths", [(n, lengths) for n in NAMES for lengths in SPECS[n]["regrid"]])
+@pytest.mark.parametrize("name,new_lengths", [(n, lengths) for n in NAMES for lengths in TASK_PARAMS[n]["regrid"]])
 def test_changing_the_grid_leaves_other_cells_identical(name, new_lengths):
-    params = SPECS[name]["eval"]
+    params = TASK_PARAMS[name]["eval"]
     new_params = {**params, "lengths": new_lengths}
     old, new = generate(name, "eval", params, 5), generate(name, "eval", new_params, 5)
     task = get_task(name)
@@ -184,7 +97,7 @@ def test_changing_the_grid_leaves_other_cells_identical(name, new_lengths):
 @pytest.mark.parametrize("name", NAMES)
 def test_answer_index_points_at_the_answer(name):
     task = get_task(name)
-    frame = generate(name, "eval", SPECS[name]["eval"], 5)
+    frame = generate(name, "eval", TASK_PARAMS[name]["eval"], 5)
     for response, answer in frame.select("response", "answer").iter_rows():
         assert task.vocab.decode([response[task.answer_index]]) == [str(answer)]
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import paths
+from pipeline_src.planning import paths
 from pipeline_src.cli import main
 
 

@@ -11,20 +11,13 @@ import pytest
 
 from pipeline_src.storage import datasets
 from pipeline_src.language.corpus import select, split_documents
-from pipeline_src.bookkeeping.records import build_record
+from pipeline_src.provenance.records import build_record
 from pipeline_src.storage.provenance import read_record
 from pipeline_src.language.tokenizer import (EOD, TokenizerError, encode_documents, load_tokenizer, read_tokens,
                                     save_tokenizer, train_tokenizer, write_tokens)
+from tests.helpers import SENTENCES
 
 VOCAB = 400
-SENTENCES = [
-    "The quick brown fox jumps over the lazy dog.",
-    "A journey of a thousand miles begins with a single step.",
-    "In 1905, Einstein published four papers; each changed physics.",
-    "She said: \"It's raining again,\" and opened the umbrella.",
-    "Numbers like 3.14159 and 2,718 appear in the text too.",
-    "Le café était fermé — naïve résumé, déjà vu.",
-]
 DOCS = [" ".join(SENTENCES[(i + j) % len(SENTENCES)] for j in range(1 + i % 4)) + f"\n\nPart {i}."
         for i in range(60)]
 
@@ -52,6 +45,7 @@ def test_training_is_deterministic(tokenizer, tmp_path):
     assert train_tokenizer(DOCS, VOCAB - 20).to_str() != tokenizer.to_str()
 
 
+@pytest.mark.e2e
 def test_training_is_deterministic_across_processes_and_thread_counts(tokenizer):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "RAYON_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -17,7 +17,7 @@ from safetensors.torch import load_file
 
 from pipeline_src.storage.atomic import WriteError
 from pipeline_src.storage.canonical import config_hash
-from pipeline_src.checkpoints import CheckpointError, load_model, load_state, save_state
+from pipeline_src.training.checkpoints import CheckpointError, load_model, load_state, save_state
 from pipeline_src.training.train import TrainingDiverged, learning_rate, train
 from tests.conftest import tiny_train_spec
 
@@ -310,6 +310,7 @@ def test_absolute_table_too_small_is_a_named_error(tmp_path, train_data):
         train(spec, train_data, tmp_path / "m", **quiet)
 
 
+@pytest.mark.e2e
 def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data):
     """A real `kill -9` of `lengthgen train` after its first checkpoint, then a rerun."""
     import os

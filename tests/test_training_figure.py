@@ -14,12 +14,12 @@ from matplotlib.colors import to_rgba
 from pipeline_src.storage.provenance import attach
 from pipeline_src.cli import main
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
-from pipeline_src.figures import training
+from pipeline_src.figures import training_curves as training
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.storage import datasets
-from tests.test_tables import accuracy_file
+from tests.helpers import accuracy_file
 
-SPEC = {"task": "parity_scratchpad", "runs": {"scratchpad": ["ppc", "rope_pose"], "direct": ["rope_pose"]},
+FIGURE_CONFIG = {"task": "parity_scratchpad", "runs": {"scratchpad": ["ppc", "rope_pose"], "direct": ["rope_pose"]},
         "seeds": [0, 1], "x_scale": "linear", "train_lengths": [1, 20]}
 STEPS = {("scratchpad", "ppc", 0): 1200, ("scratchpad", "rope_pose", 1): 11}  # a long log; a diverged run's
 DIVERGED = ("scratchpad", "rope_pose", 1)
@@ -39,11 +39,11 @@ def write_log(path, variant: str, scheme: str, seed: int, steps: int) -> None:
 
 @pytest.fixture
 def models(tmp_path):
-    """Every model of SPEC: its accuracy table and training log (seed 1 of scratchpad rope_pose diverged)."""
+    """Every model of FIGURE_CONFIG: its accuracy table and training log (seed 1 of scratchpad rope_pose diverged)."""
     tables, logs = [], []
-    for variant, schemes in SPEC["runs"].items():
+    for variant, schemes in FIGURE_CONFIG["runs"].items():
         for scheme in schemes:
-            for seed in SPEC["seeds"]:
+            for seed in FIGURE_CONFIG["seeds"]:
                 run = (variant, scheme, seed)
                 folder = tmp_path / variant / scheme / f"seed{seed}"
                 folder.mkdir(parents=True)
@@ -63,15 +63,15 @@ def test_every_model_is_a_line_of_its_schemes_colour_and_its_variants_style(mode
     real = training.save_figure
     monkeypatch.setattr(training, "save_figure", lambda fig, *args: (drawn.append(fig), real(fig, *args)))
     outputs = [tmp_path / "training_figure2.png", tmp_path / "training_figure2.pdf"]
-    training.plot(SPEC, *models, outputs, rule="test")
+    training.plot(FIGURE_CONFIG, *models, outputs, rule="test")
     for path in outputs:
         assert path.stat().st_size > 0 and (path.parent / f"{path.name}.prov.json").exists()
     (fig,) = drawn
     assert len(fig.axes) == 4  # loss and accuracy (rows) of ppc and rope_pose (columns)
     for ax, scheme in zip(fig.axes, ["ppc", "rope_pose"] * 2):
         models_drawn = {line.get_gid(): line for line in ax.lines if not line.get_gid().startswith("diverged")}
-        expected = {f"{variant}/{name}/seed{seed}" for variant, schemes in SPEC["runs"].items()
-                    for name in schemes if name == scheme for seed in SPEC["seeds"]}
+        expected = {f"{variant}/{name}/seed{seed}" for variant, schemes in FIGURE_CONFIG["runs"].items()
+                    for name in schemes if name == scheme for seed in FIGURE_CONFIG["seeds"]}
         assert set(models_drawn) == expected, ax.get_title()
         for gid, line in models_drawn.items():
             assert to_rgba(line.get_color()) == to_rgba(SCHEMES[scheme].colour)
@@ -96,7 +96,7 @@ def test_the_plot_command_draws_the_training_figure_beside_the_task_figure(model
     tables, logs = models
     template = tmp_path / "training.rst"
     template.write_text("Training curves.\n")
-    args = ["plot", "figure2", "--spec", json.dumps(SPEC), "--out", str(tmp_path / "figure2.png")]
+    args = ["plot", "figure2", "--spec", json.dumps(FIGURE_CONFIG), "--out", str(tmp_path / "figure2.png")]
     drawn = [*args, *(option for log in logs for option in ("--training-log", str(log))),
              "--training-out", str(tmp_path / "training_figure2.png"), *map(str, tables)]
     done = CliRunner().invoke(main, drawn)

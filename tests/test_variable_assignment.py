@@ -1,4 +1,4 @@
-"""variable_assignment generator (SPEC 2.3) and its own Parquet schema checks.
+"""variable_assignment generator (Figure 3) and its own Parquet schema checks.
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings,
 split into statements and the query chain is followed with a plain Python dict.
@@ -15,15 +15,15 @@ import pytest
 from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 
-from .test_task_contract import SPECS, assert_write_rejects, frame_fixtures, record, small_frame, write
-from .test_task_contract import generate as generate_task
+from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, record, small_frame, write
+from .helpers import generate as generate_task
 
 NAME = "variable_assignment"
 TASK = get_task(NAME)
 VOCAB = TASK.vocab
 
-TRAIN = {**SPECS[NAME]["train"], "n_samples": 3000}
-EVAL = SPECS[NAME]["eval"]
+TRAIN = {**TASK_PARAMS[NAME]["train"], "n_samples": 3000}
+EVAL = TASK_PARAMS[NAME]["eval"]
 EVAL_PLAIN = {**EVAL, "scratchpad": False}
 DIGITS = {str(c) for c in range(10)}
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.bookkeeping import jobs
+from pipeline_src.config.load import load_config
+from pipeline_src.planning import jobs
 from pipeline_src.cli import main
-from pipeline_src.studies import load_config
 from tests.conftest import REPO
-from tests.test_workflow import copy_workflow, snakemake, write_override
+from tests.helpers import copy_workflow, snakemake, write_override
 
 WINDOW = ("config/gpu_window.yaml",)
 MID = ("config/mid_parity.yaml", "config/attention_scale.yaml", "config/gpu_window_mid.yaml")
@@ -63,6 +63,7 @@ def test_the_kits_returned_files_are_these(tmp_path):
     assert all(f"-name '{pattern}'" in text for pattern in KIT_FILES)
 
 
+@pytest.mark.e2e
 def test_the_plan_rehearsed_on_the_cpu_comes_back_judged(tmp_path, monkeypatch):
     """Figure 1 of the plan with the smoke config's tiny steps on the CPU, packed as the kit packs it,
     unpacked elsewhere: judged with the plan's config files (the training's config compared through

@@ -18,46 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir`` (``env``: extra environment variables)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-    if check and done.returncode:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done
-
-
-def planned_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
-    """Rule -> job count from a dry run's 'Job stats' table."""
-    text = done.stdout + done.stderr
-    if "Nothing to be done" in text:
-        return {}
-    table = text.split("Job stats:")[1].split("total")[0]
-    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
-
-
-def write_override(workdir: Path, name: str, body: dict) -> str:
-    path = workdir / "config" / name
-    path.write_text(yaml.safe_dump(body))
-    return f"config/{name}"
-
-
-def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
-    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/) and no results,
-    its ``device`` setting ``device``: the CPU unless a test means another, so that a GPU machine runs
-    these workflows as every other machine does (it would train them on CUDA, each job compiled)."""
-    shutil.copy(REPO / "Snakefile", workdir)
-    for folder in ("workflow", "config", "profiles"):
-        shutil.copytree(REPO / folder, workdir / folder)
-    base = workdir / "config" / "config.yaml"
-    text = base.read_text()
-    assert text.count("\ndevice: auto\n") == 1, "config/config.yaml's device setting moved"
-    base.write_text(text.replace("\ndevice: auto\n", f"\ndevice: {device}\n"))
-    return workdir
+from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, copy_workflow, planned_jobs,
+                           snakemake, write_override)
 
 
 @pytest.fixture(scope="module")
@@ -68,27 +30,10 @@ def pipeline(tmp_path_factory) -> Path:
     return workdir
 
 
-def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
-    """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
-    figure, and the tasks with a mechanism figure."""
-    from pipeline_src.bookkeeping import jobs
-    from pipeline_src.studies import load_config
-    from pipeline_src.language import config as lang
-
-    smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
-    task_figures = jobs.figures(smoke)
-    models = sum(len(jobs.cells(smoke, task)) for task in jobs.tasks(smoke))
-    return (models, {f"plot_{figure}": 1 for figure in task_figures}, (*task_figures, *lang.figures(smoke)),
-            jobs.mechanism_tasks(smoke))
-
-
-MODELS, TASK_FIGURES, FIGURES, MECHANISM_TASKS = _smoke_plan()
-
-
 def _training_figures() -> dict[str, str]:
     """The training-curve figure of each task figure of the smoke config, with the task it shows."""
-    from pipeline_src.bookkeeping import jobs
-    from pipeline_src.bookkeeping import paths
+    from pipeline_src.planning import jobs
+    from pipeline_src.planning import paths
 
     return {paths.training_figure(figure): jobs.FIGURE_TASK[figure] for figure in FIGURES if figure in jobs.FIGURE_TASK}
 
@@ -96,6 +41,7 @@ def _training_figures() -> dict[str, str]:
 TRAINING_FIGURES = _training_figures()
 
 
+@pytest.mark.e2e
 def test_smoke_run_writes_every_figure_and_provenance(pipeline):
     figures = pipeline / "results" / "figures"
     for figure in FIGURES:
@@ -114,10 +60,12 @@ def test_smoke_run_writes_every_figure_and_provenance(pipeline):
             assert (figures / f"{figure}{suffix}").stat().st_size > 0, figure + suffix
 
 
+@pytest.mark.e2e
 def test_second_run_does_nothing(pipeline):
     assert planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml")) == {}
 
 
+@pytest.mark.e2e
 def test_reordered_yaml_reruns_nothing(pipeline):
     def reversed_keys(value):
         if isinstance(value, dict):
@@ -147,6 +95,7 @@ EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must pl
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
+@pytest.mark.e2e
 def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     body, expected = EDITS[edit]
     override = write_override(pipeline, "edit.yaml", body)
@@ -154,6 +103,7 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     assert jobs == {**expected, "all": 1}
 
 
+@pytest.mark.e2e
 def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_path):
     """A comment in the model reruns nothing; a code edit of greedy decoding reruns the evaluations
     (and the figures drawn from them), no dataset and no training."""
@@ -182,6 +132,7 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_pa
     ({"sparse_parity": {"k_train": [40]}}, "k_train"),
     ({"device": "gpu"}, "device"),
 ])
+@pytest.mark.e2e
 def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, field):
     override = write_override(pipeline, "bad.yaml", body)
     done = snakemake(pipeline, "-n", "all", "--configfile", "config/smoke.yaml", override, check=False)
@@ -190,6 +141,7 @@ def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, 
     assert "Job stats" not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_every_figure_of_the_run_shows_its_text_readable_in_the_report(pipeline):
     """No plot job warned that its smallest text shows under MIN_TEXT_PX at the report's width."""
     logs = sorted((pipeline / "results" / "logs" / "figures").glob("*.log"))
@@ -198,17 +150,19 @@ def test_every_figure_of_the_run_shows_its_text_readable_in_the_report(pipeline)
     assert not warned, warned
 
 
+@pytest.mark.e2e
 def test_lint_is_clean(pipeline):
     done = snakemake(pipeline, "--lint", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline):
     """The report as a person sees it (rendered by a headless browser): a landing page led by the
     findings' verdicts and comparisons, with labelled entries for the code version, libraries and
     unfinished cells, every figure made with this config; captions stating what each figure was made
     with."""
-    from pipeline_src.bookkeeping.records import code_version
+    from pipeline_src.provenance.records import code_version
     from tests.browser import rendered_text
 
     done = snakemake(pipeline, "--report", "report.html", "--configfile", "config/smoke.yaml")
@@ -238,6 +192,7 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     assert "1 layer," in raw and "1 layers" not in raw  # the smoke models have one layer
 
 
+@pytest.mark.e2e
 def test_the_report_landing_page_starts_inside_the_window(pipeline):
     """Snakemake's template centres a page taller than the window, which would push its top out of
     reach; the landing page's first line and its first heading are in view at 1280 x 800. And a
@@ -245,7 +200,7 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
     assumes (``REPORT_WIDTH_PX``): opened as the report opens an image, in the same place."""
     import struct
 
-    from pipeline_src.figures.common import REPORT_WIDTH_PX
+    from pipeline_src.figures.shared import REPORT_WIDTH_PX
     from tests.browser import measured, screenshot_on_failure
 
     snakemake(pipeline, "--report", "window.html", "--configfile", "config/smoke.yaml")
@@ -272,6 +227,7 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
             assert 0 <= float(value) < 800, f"{start!r} starts at {value} px, outside the 800 px window"
 
 
+@pytest.mark.e2e
 def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_caption(pipeline):
     """A report made with a config other than the figures': the landing page names the figure and
     the values that differ; the captions still state what the figures were made with."""
@@ -290,6 +246,7 @@ def test_a_report_made_with_another_config_says_so_and_keeps_each_figures_own_ca
     assert "11 evaluation samples" not in raw
 
 
+@pytest.mark.e2e
 def test_a_report_of_a_config_whose_runs_are_absent_prints_no_line_per_absent_file(pipeline):
     """After the smoke run, `snakemake --report` of the default config: its runs were never made, and
     Snakemake's "Missing metadata" warning for each of their files is dropped."""
@@ -301,7 +258,7 @@ def test_a_report_of_a_config_whose_runs_are_absent_prints_no_line_per_absent_fi
 def test_a_made_file_without_metadata_still_gets_its_warning(tmp_path):
     import logging
 
-    from pipeline_src.bookkeeping.environment import _AbsentFiles
+    from pipeline_src.provenance.environment import _AbsentFiles
 
     made = tmp_path / "made.parquet"
     made.touch()
@@ -332,16 +289,17 @@ DIVERGING = {  # parity, rope_pose with and without scratchpad (runs merge over 
 }
 
 
+@pytest.mark.e2e
 def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp_path):
     """One cell's job fails (a corrupt resume checkpoint in its folder), two cells diverge. With
     --keep-going the other sparse parity cell is still trained and evaluated, the corrupt file is
     named and left as it was; the diverged cells are a result: their figure is made and names them.
     The run ends naming both kinds of cell; the report of the figures that could be made lists them
     on its landing page."""
-    from pipeline_src.bookkeeping import jobs
+    from pipeline_src.planning import jobs
     from pipeline_src.storage.canonical import config_hash
     from tests.browser import rendered_text
-    from tests.test_config import DEFAULT, merged
+    from tests.helpers import DEFAULT, merged
 
     workdir = copy_workflow(tmp_path)
     overrides = [write_override(workdir, "tiny.yaml", TINY), write_override(workdir, "diverging.yaml", DIVERGING)]
@@ -381,6 +339,7 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
     ({"sparse_parity": {"seeds": [-1]}}, "config field sparse_parity.seeds[0]"),
     ({"variable_assignment": {"runs": {"a/b": ["rope"]}}}, "config field variable_assignment.runs"),
 ])
+@pytest.mark.e2e
 def test_a_config_value_naming_a_path_outside_results_fails_before_any_job(tmp_path, body, field):
     workdir = copy_workflow(tmp_path)
     override = write_override(workdir, "bad.yaml", body)
@@ -390,6 +349,7 @@ def test_a_config_value_naming_a_path_outside_results_fails_before_any_job(tmp_p
     assert "Job stats" not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_path):
     """Snakemake deletes a job's outputs when it starts the job. A forced rerun of one training,
     killed (SIGKILL, the whole process group) while the model trains, leaves the model folder
@@ -428,7 +388,7 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
         assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("plot_figure1") == 1, (target, plan)
     snakemake(workdir, "figure1", "--configfile", override)
     assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", override)) == {}
-    from pipeline_src.bookkeeping.paths import FIGURE_FORMATS, training_figure
+    from pipeline_src.planning.paths import FIGURE_FORMATS, training_figure
 
     timed = ("train_log.parquet", "summary.json",  # hold wall-clock seconds (and so do their sidecars' digests,
              # and the sidecars of the training curves drawn from the logs: the figures are the same)
@@ -440,6 +400,7 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
     assert pl.read_parquet(log).drop("seconds").equals(pl.read_parquet(io.BytesIO(before[log])).drop("seconds"))
 
 
+@pytest.mark.e2e
 def test_jobs_find_lengthgen_without_an_activated_environment(tmp_path):
     """`.venv/bin/snakemake ...` as a new user types it: the environment's bin folder is not on PATH."""
     workdir = copy_workflow(tmp_path)
@@ -452,6 +413,7 @@ def test_jobs_find_lengthgen_without_an_activated_environment(tmp_path):
     assert (workdir / "results/data/sparse_parity/eval.parquet").exists()
 
 
+@pytest.mark.e2e
 def test_the_readme_counts_the_jobs_and_models_of_a_dry_run_of_the_default(tmp_path):
     said = re.search(r"Today's default plans (\d+) jobs: (\d+) synthetic-task models and (\d+) language models",
                      (REPO / "README.md").read_text())

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline_src.checkpoints import load_model
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.tasks import addition
 
 

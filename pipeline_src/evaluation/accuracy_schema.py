@@ -109,6 +109,12 @@ def with_cell_columns(base: type[pa.DataFrameModel], cell_columns: tuple[str, ..
 def read(path: str | Path) -> pl.DataFrame:
     """The accuracy table at ``path``, checked against the schema of the task it names (a file naming
     no registered task, or tasks keyed differently, is a DataError naming it)."""
+    return read_accuracy([path])
+
+
+def _loaded(path: str | Path) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The table at ``path``, unchecked, and the cell columns beyond ``k`` and ``length`` of the tasks
+    it names (a DataError where it names no registered task, or tasks keyed differently)."""
     from ..storage import datasets
     from ..tasks import TASKS
 
@@ -120,7 +126,23 @@ def read(path: str | Path) -> pl.DataFrame:
     keys = {extra_cell_columns(TASKS[name].cell_columns) for name in names}
     if len(keys) > 1:
         raise datasets.DataError(f"{path}: holds tasks {names} keyed by different cell columns")
-    return datasets.validate(frame, accuracy_schema(KEY_COLUMNS + (keys.pop() if keys else ())), path)
+    return frame, keys.pop() if keys else ()
+
+
+def _check(tables: list[tuple[str | Path, pl.DataFrame]], schema: type[pa.DataFrameModel]) -> None:
+    """Check ``tables`` (path, frame) against ``schema`` in one pass over them all (every check of the
+    schema is row by row, so the pass fails exactly when some table would alone); where it fails,
+    each table alone, so the error names the file at fault."""
+    from ..storage import datasets
+
+    if len(tables) > 1:
+        try:
+            datasets.validate(pl.concat([frame for _, frame in tables]), schema, f"{len(tables)} tables")
+            return
+        except (datasets.DataError, pl.exceptions.PolarsError):  # some table differs: find it below
+            pass
+    for path, frame in tables:
+        datasets.validate(frame, schema, path)
 
 
 def cell_columns(frame: pl.DataFrame) -> list[str]:
@@ -130,7 +152,12 @@ def cell_columns(frame: pl.DataFrame) -> list[str]:
 
 
 def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
-    """The evaluation results of ``paths`` in one frame (each checked against its task's schema; a cell
+    """The evaluation results of ``paths`` in one frame, in their order (each checked against its
+    task's schema: the tables of tasks keyed alike in one pandera pass, see :func:`_check`; a cell
     column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
-    frame = pl.concat([read(p) for p in paths], how="diagonal")
+    loaded = [_loaded(path) for path in paths]
+    for keys in dict.fromkeys(keys for _, keys in loaded):
+        _check([(path, frame) for path, (frame, same) in zip(paths, loaded) if same == keys],
+               accuracy_schema(KEY_COLUMNS + keys))
+    frame = pl.concat([frame for frame, _ in loaded], how="diagonal")
     return frame if metric is None else frame.filter(pl.col("metric") == metric)

@@ -10,7 +10,7 @@ stops early once every row has emitted ``<eos>``. Teacher forcing runs first and
 gets wrong are decoded (:func:`score_cell`): greedy decoding of a row teacher forcing gets all right
 would generate its response.
 
-Position IDs follow the scheme (SPEC 3): the prompt gets the base IDs (the task's coupled IDs for
+Position IDs follow the scheme: the prompt gets the base IDs (the task's coupled IDs for
 coupled and ppc, 0..T-1 otherwise); each response token gets the task's oracle coupled ID
 (coupled), the next sequential ID (every other scheme but ppc), or, under ppc, the ID the model's
 position head predicts, fed back. A model with a learned absolute table or a position head cannot
@@ -56,11 +56,11 @@ from . import mechanism, mechanism_schema
 from .accuracy_schema import accuracy_schema, run_columns, table_cell_columns
 from .metrics import METRICS, PER_TOKEN
 from ..training.batches import SequenceTable
-from ..checkpoints import load_model, read_description
+from ..training.checkpoints import load_model, read_description
 from .decoding import greedy_decode
 from ..device import describe_device, inference_autocast, resolve_device
 from ..schemes import get_scheme
-from ..bookkeeping.records import build_record
+from ..provenance.records import build_record
 from .stats import wilson_interval
 from ..tasks import get_task
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandera.polars as pa
 import polars as pl
 
-from ..bookkeeping.paths import MECHANISM_FILES
+from ..planning.paths import MECHANISM_FILES
 from .accuracy_schema import KEY_COLUMNS, RunCellSchema, with_cell_columns
 
 TABLES = tuple(MECHANISM_FILES)

@@ -10,7 +10,7 @@ versions. A template names an upstream value as ``value("train", "model.d_model"
 the config field); a field whose value differs between the figure's runs lists every value and says
 so. A figure that shows one of the paper's findings also states its verdict, criterion and numbers
 after the description, judged from the figure's own spec and tables
-(:func:`pipeline_src.evaluation.findings.caption`).
+(:func:`pipeline_src.reporting.findings.caption`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _dirty(flag: bool | None) -> str:
 def render(template: str, record: dict, run: str, finding: str = "") -> str:
     """The caption of the figure whose record is ``record``: ``template`` (its description), the
     paper's finding it shows as judged from its tables (``finding``, a paragraph; "" for none), the
-    "This run" block ``run`` (a template: its study's, :attr:`pipeline_src.bookkeeping.study.Study.caption_run`),
+    "This run" block ``run`` (a template: its study's, :attr:`pipeline_src.planning.study.Study.caption_run`),
     and the code that made it."""
     import jinja2
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
-from .common import mean_over_seeds, note_diverged, save_figure, suptitle
+from .shared import mean_over_seeds, note_diverged, save_figure, suptitle
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure1") -> None:

@@ -15,7 +15,7 @@ import polars as pl
 
 from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
-from .common import grid_figure, note_diverged, save_figure, suptitle
+from .shared import grid_figure, note_diverged, save_figure, suptitle
 
 PANELS = (  # title, metric, runs (variant, scheme)
     ("(a) scratchpad + PPC", "exact_match", [("scratchpad", "ppc"), ("scratchpad", "coupled")]),

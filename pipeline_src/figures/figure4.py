@@ -1,4 +1,4 @@
-"""Figure 4: sparse dependencies in natural language (SPEC 6).
+"""Figure 4: sparse dependencies in natural language.
 
 One panel per k = 1..k_max: each analysed target is a point (or a hexbin cell) at
 x = L_short - L_short,sparse(k), the loss the k influential far tokens win back, and
@@ -6,7 +6,7 @@ y = L_short - L_long, the gain of the whole long context; the diagonal x = y mea
 recover all of it. The last panel: the median fraction (L_short - L_short,sparse(k)) /
 (L_short - L_long) against k, over targets whose gain exceeds ``gain_threshold``, with a 95%
 percentile-bootstrap interval over targets
-(:func:`pipeline_src.evaluation.influence_summary.recovered_gain`); beside it the same statistic of
+(:func:`pipeline_src.reporting.influence_summary.recovered_gain`); beside it the same statistic of
 the two null baselines (:mod:`pipeline_src.language.influence`): k far tokens drawn at random, and k
 tokens chosen the same way from another document's far tokens. The gap between the influential
 tokens and the second baseline is what the target's own far context adds beyond selection.
@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ..storage import datasets
-from ..evaluation.influence_summary import recovered_gain
-from ..language.influence_table import InfluenceConfig, influence_schema
-from .common import grid_figure, save_figure, suptitle
+from ..reporting.influence_summary import recovered_gain
+from ..language.influence_config import InfluenceConfig
+from ..language.influence_table import influence_schema
+from .shared import grid_figure, save_figure, suptitle
 
 
 # The last panel's curves: the influential tokens, then the two null baselines.

@@ -22,10 +22,10 @@ import numpy as np
 import polars as pl
 
 from ..storage import datasets
-from ..evaluation.influence_summary import tokens_needed
-from ..language.config import SHORT_POSE, SHORT_ROPE
+from ..reporting.influence_summary import tokens_needed
+from ..language.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
-from .common import save_figure, suptitle
+from .shared import save_figure, suptitle
 from .figure4 import read_influence
 
 MODEL_COLOURS = {"main": "0.3", SHORT_ROPE: "tab:purple", SHORT_POSE: "tab:blue"}

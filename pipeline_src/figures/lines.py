@@ -14,7 +14,7 @@ import polars as pl
 from ..evaluation import accuracy_schema
 from ..schemes import SCHEMES
 from ..evaluation.accuracy_schema import read_accuracy
-from .common import mean_over_seeds, note_diverged, save_figure, suptitle
+from .shared import mean_over_seeds, note_diverged, save_figure, suptitle
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
 STYLES = ("-", "--", ":", "-.")  # the other variants' styles (k_train variants), by their place in the spec

@@ -1,4 +1,4 @@
-"""The natural-language steps (SPEC 6), each writing its artifacts with a provenance record:
+"""The natural-language steps (docs/language.md), each writing its artifacts with a provenance record:
 
 * :func:`pipeline_src.language.token_stream.build_corpus`: corpus -> token stream (its own module, so
   that editing the analysis never remakes the token stream and retrains the language models);
@@ -8,7 +8,7 @@
   causal LM (optional ``transformers``, the ``hf`` extra).
 
 The language models themselves are trained by :func:`pipeline_src.training.train.train` (task
-``language``). Specs come from :mod:`pipeline_src.language.config`.
+``language``). Specs come from :mod:`pipeline_src.language.language_jobs`.
 
 The evaluation and the analysis run on the device of ``spec["device"]`` (see
 :mod:`pipeline_src.device`) in fp32 (the losses are the measured quantity: no autocast); the
@@ -29,13 +29,14 @@ from ..storage import datasets
 from ..storage.atomic import check_writable
 from . import lm, pretrained
 from .influence import influential_tokens
-from .influence_table import InfluenceConfig, influence_schema
+from .influence_config import InfluenceConfig
+from .influence_table import influence_schema
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
 from .targets import select_targets, target_contexts
-from ..checkpoints import load_model
+from ..training.checkpoints import load_model
 from ..device import describe_device, resolve_device
 from .schemas import LossByPositionSchema, TargetLossSchema
-from ..bookkeeping.records import build_record
+from ..provenance.records import build_record
 from .token_stream import say_to_stderr as _say
 from .tokenizer import read_tokens
 

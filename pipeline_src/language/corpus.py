@@ -1,4 +1,4 @@
-"""Text corpora for the natural-language analysis (SPEC 6): documents, a seeded split, provenance.
+"""Text corpora for the natural-language analysis: documents, a seeded split, provenance.
 
 A corpus is a list of documents (strings) in a deterministic order, read from one ``source``:
 

@@ -1,4 +1,4 @@
-"""Influential tokens in real text (SPEC 6): how few far-away tokens recover the long-context gain.
+"""Influential tokens in real text (Figure 4): how few far-away tokens recover the long-context gain.
 
 A *target* is one token ``x_t`` of a held-out document with at least ``Lbar`` tokens before it
 (``Lbar`` = ``context``; the draw: :mod:`.targets`). Its context is those ``Lbar`` tokens, numbered
@@ -39,7 +39,7 @@ The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to toke
 such as :func:`.logits.hf_logits_fn` for a Hugging Face model (see :mod:`.logits`).
 
 The analysis's parameters and the schema of its table live in :mod:`.influence_table` (no torch);
-the statistics the figures compute from the table, in :mod:`pipeline_src.evaluation.influence_summary`.
+the statistics the figures compute from the table, in :mod:`pipeline_src.reporting.influence_summary`.
 """
 
 import sys
@@ -51,7 +51,8 @@ import polars as pl
 import torch
 from torch import nn
 
-from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, InfluenceConfig, InfluenceError
+from .influence_config import InfluenceConfig, InfluenceError
+from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS
 from .logits import LogitsFn, as_logits_fn, last_token_losses
 from .targets import target_contexts
 

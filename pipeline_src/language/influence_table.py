@@ -1,79 +1,21 @@
-"""The table of the influential-token analysis (SPEC 6), without the model: the analysis'
-parameters (:class:`InfluenceConfig`), its error, and the schema of its per-target table
-(``influence.parquet``).
+"""The table of the influential-token analysis (Figure 4), without the model: the schema of its
+per-target table (``influence.parquet``); the analysis' parameters are
+:class:`.influence_config.InfluenceConfig`.
 
 The analysis itself (:mod:`.influence`) runs the model and imports torch; reading its table needs
 neither, and neither do the statistics the figures and ``lengthgen findings`` compute from it
-(:mod:`pipeline_src.evaluation.influence_summary`).
+(:mod:`pipeline_src.reporting.influence_summary`).
 
 (No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
 """
 
-import dataclasses
-from dataclasses import dataclass
-
 import pandera.polars as pa
 import polars as pl
 
-SELECTIONS = ("greedy", "topk")
+from .influence_config import InfluenceConfig
+
 KEY_TOKEN_GAIN = 2.0  # Fang et al. 2024: L_short - L_long > 2 ...
 KEY_TOKEN_LONG_LOSS = 2.0  # ... and L_long < 2
-
-
-class InfluenceError(ValueError):
-    """Targets or inputs the influential-token analysis cannot work with."""
-
-
-# --- configuration ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class InfluenceConfig:
-    """Parameters of the analysis; validated on construction (errors name the field). The defaults
-    are config/config.yaml's (language; tests/test_defaults.py holds them equal)."""
-
-    context: int = 128  # Lbar: tokens before each target
-    local: int = 64  # L: the local window, the last L of those tokens
-    k_max: int = 8  # influential tokens chosen per target
-    selection: str = "greedy"  # "greedy" or "topk"
-    n_targets: int = 128  # targets drawn from the held-out documents
-    seed: int = 0  # seed of the target draw
-    batch_size: int = 64  # sequences per model forward (memory ~ batch_size * Lbar * vocab floats)
-    null_draws: int = 4  # random draws of k far tokens per target (the random baseline)
-
-    def __post_init__(self) -> None:
-        def require(ok: bool, field: str, why: str) -> None:
-            if not ok:
-                raise InfluenceError(f"InfluenceConfig.{field}={getattr(self, field)!r}: {why}")
-
-        for name in ("context", "local", "k_max", "n_targets", "batch_size", "null_draws"):
-            value = getattr(self, name)
-            require(isinstance(value, int) and not isinstance(value, bool) and value > 0, name,
-                    "must be a positive int")
-        require(isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0, "seed",
-                "must be a non-negative int")
-        require(self.local < self.context, "local",
-                f"the local window L must be shorter than the context Lbar={self.context} "
-                "(there must be far tokens to choose from)")
-        require(self.k_max <= self.far, "k_max",
-                f"cannot choose more than the {self.far} far tokens (Lbar - L = {self.context} - {self.local})")
-        require(self.selection in SELECTIONS, "selection", f"must be one of {SELECTIONS}")
-
-    @property
-    def far(self) -> int:
-        """Number of far tokens, Lbar - L: the positions 0..far-1 that can be chosen."""
-        return self.context - self.local
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "InfluenceConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        for key in d:
-            if key not in known:
-                raise InfluenceError(f"unknown InfluenceConfig field {key!r}; known: {sorted(known)}")
-        return cls(**d)
 
 
 # --- schema -------------------------------------------------------------------------------------

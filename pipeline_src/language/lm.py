@@ -1,4 +1,4 @@
-"""Language modelling on a token stream (SPEC 6): training windows, held-out windows, losses.
+"""Language modelling on a token stream: training windows, held-out windows, losses.
 
 The token stream (:mod:`pipeline_src.language.tokenizer`) holds one row per document, each ending with the
 end-of-document token. For training, the train documents are concatenated in ``doc`` order into

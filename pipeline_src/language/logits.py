@@ -1,4 +1,4 @@
-"""Language models as logits functions, and the loss of the token after the last one kept (SPEC 6).
+"""Language models as logits functions, and the loss of the token after the last one kept.
 
 A :data:`LogitsFn` maps ``(tokens, position_ids)`` (long [B, T]) to token logits: our
 :class:`~pipeline_src.model.Decoder` (:func:`decoder_logits_fn`, or :func:`as_logits_fn` for any
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .influence_table import InfluenceError
+from .influence_config import InfluenceError
 
 LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last

@@ -1,4 +1,4 @@
-"""Parquet schemas of the language-model evaluations (SPEC 6, our PoSE comparison).
+"""Parquet schemas of the language-model evaluations (Figure 4, our PoSE comparison).
 
 (No ``from __future__ import annotations``: pandera evaluates the field annotations.)
 """

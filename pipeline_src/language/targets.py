@@ -1,4 +1,4 @@
-"""The targets of the influential-token analysis and of the language models' target losses (SPEC 6).
+"""The targets of the influential-token analysis and of the language models' target losses.
 
 A *target* is one token ``x_t`` of a held-out document with at least ``Lbar`` tokens before it
 (``Lbar`` = ``InfluenceConfig.context``); its *context* is those ``Lbar`` tokens. The draw is a pure
@@ -11,7 +11,7 @@ import polars as pl
 
 from ..storage import datasets
 from .corpus import HELDOUT
-from .influence_table import InfluenceConfig, InfluenceError
+from .influence_config import InfluenceConfig, InfluenceError
 
 
 def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:

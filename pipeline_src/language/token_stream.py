@@ -1,4 +1,4 @@
-"""The corpus step of the natural-language analysis (SPEC 6): corpus -> seeded train/held-out split
+"""The corpus step of the natural-language analysis: corpus -> seeded train/held-out split
 -> tokenizer (trained on the train split, or a local tokenizer.json) -> token stream Parquet, with
 its provenance record. Kept apart from :mod:`.analysis` so that the corpus job's code digest covers
 only what makes the token stream."""
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..bookkeeping.records import build_record
+from ..provenance.records import build_record
 from ..storage.provenance import sidecar_path, write_sidecar
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
 from .tokenizer import encode_documents, load_tokenizer, save_tokenizer, train_tokenizer, write_tokens
@@ -55,7 +55,7 @@ def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str
 def tokenizer_inputs(local: str | None) -> dict[str, str]:
     """The token stream's tokenizer file, by role, for its record: a tokenizer.json, or a GGUF
     model's file (a shipped name resolved); none for a tokenizer trained here."""
-    from .config import model_file
+    from .language_jobs import model_file
     from .pretrained import is_gguf
 
     if not local:

@@ -1,4 +1,4 @@
-"""Byte-level BPE tokenizer and the tokenized corpus as Parquet (SPEC 6).
+"""Byte-level BPE tokenizer and the tokenized corpus as Parquet.
 
 The tokenizer is GPT-2 style byte-level BPE from the ``tokenizers`` library: no normalisation, a
 byte-level pre-tokenizer without an added prefix space, all 256 byte symbols in the initial
@@ -24,9 +24,9 @@ from ..storage.atomic import write_text
 from .corpus import HELDOUT, TRAIN
 
 EOD = "<|endoftext|>"
-SPECIAL_TOKENS = (EOD,)
+RESERVED_TOKENS = (EOD,)
 DEFAULT_VOCAB_SIZE = 8192
-MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 256  # the special tokens plus the byte alphabet
+MIN_VOCAB_SIZE = len(RESERVED_TOKENS) + 256  # the special tokens plus the byte alphabet
 
 
 class TokenizerError(ValueError):
@@ -44,7 +44,7 @@ def train_tokenizer(documents: list[str], vocab_size: int = DEFAULT_VOCAB_SIZE) 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(RESERVED_TOKENS),
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tokenizer.train_from_iterator(documents, trainer, length=len(documents))
@@ -129,7 +129,7 @@ def encode_documents(tokenizer: Tokenizer, documents: list[str], labels: list[st
 
 def write_tokens(frame: pl.DataFrame, path: str | Path, tokenizer: Tokenizer, record: dict) -> None:
     """Validate the token stream against the tokenizer's vocabulary and write it with ``record``
-    (from :func:`pipeline_src.bookkeeping.records.build_record`) as Parquet metadata and sidecar."""
+    (from :func:`pipeline_src.provenance.records.build_record`) as Parquet metadata and sidecar."""
     datasets.write(frame, path, token_schema(tokenizer.get_vocab_size()), record)
 
 

@@ -1,4 +1,4 @@
-"""The registry of positional schemes (SPEC 3): one module per scheme, found by discovery.
+"""The registry of positional schemes (docs/tasks.md): one module per scheme, found by discovery.
 
 Positions are data. A task supplies IDs for every token; a scheme decides
 

@@ -1,4 +1,4 @@
-"""What a positional scheme is (SPEC 3): a :class:`Scheme` pairs an :class:`Encoding` (how the
+"""What a positional scheme is (docs/tasks.md): a :class:`Scheme` pairs an :class:`Encoding` (how the
 decoder sees position IDs) with a training transform (how the IDs it trains on differ from the
 base IDs).
 

@@ -1,14 +1,14 @@
-"""Provenance records as files (SPEC 8): each artifact's record of what produced it, from what,
+"""Provenance records as files: each artifact's record of what produced it, from what,
 with which code, written with the artifact, read back, checked against it and traced upstream.
 
-A record (made by :func:`pipeline_src.bookkeeping.records.build_record`) goes into the artifact's own
+A record (made by :func:`pipeline_src.provenance.records.build_record`) goes into the artifact's own
 metadata where the format has some (Parquet key-value metadata, safetensors header) and always into
 a JSON sidecar ``<artifact>.prov.json`` that also holds the artifact's own hash. A reader checks an
 input's bytes against that hash (:func:`read_checked`), and a record's inputs chain back to what
 they were made from (:func:`trace`).
 
 This module imports nothing heavy: the Snakefile imports it (through
-:mod:`pipeline_src.bookkeeping.status`) at parse time.
+:mod:`pipeline_src.reporting.cell_status`) at parse time.
 """
 
 from __future__ import annotations

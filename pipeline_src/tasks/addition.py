@@ -15,7 +15,7 @@ With ``pad_operands`` (ours; off unless set, as ``config/config.yaml`` sets it) 
 both operands get one more leading 0, a_{n+1} = b_{n+1} = 0 -> r+n+1 (the carry out's partners),
 and ``+`` takes ``<eos>``'s ID r+n+2, so the prompt is ``<bos> 0 a_n ... a_1 + 0 b_n ... b_1 =``
 (2n+5 tokens). Without it the carry out and ``<eos>`` have no partner, and a model has to tell them
-from what it attends to when no ID matches (docs/performance.md, the addition anchor). The random
+from what it attends to when no ID matches (docs/performance_log.md, "The addition anchor"). The random
 draws are the same either way: the same seed gives the same sums.
 
 Under teacher forcing c_i depends on a_i and b_i and, for i >= 2, on a_{i-1}, b_{i-1} and c_{i-1}
@@ -224,6 +224,6 @@ TASK = Task(
                                               "One more leading 0 per operand (the carry out's partners) and "
                                               "`+` at <eos>'s ID: every response token has an input token of "
                                               "its own ID (ours).")})),
-    figure=Figure("addition", "pipeline_src.figures.addition:plot"), cell_columns=CELL_COLUMNS,
+    figure=Figure("addition", "pipeline_src.figures.addition_figure:plot"), cell_columns=CELL_COLUMNS,
     answer_index=-2, headline_metrics={"direct": "exact_match"}, check_section=check_section,
     dependencies=DEPENDENCIES)

@@ -1,4 +1,4 @@
-"""Parity with a scratchpad (paper, Figure 2; SPEC 2.2).
+"""Parity with a scratchpad (paper, Figure 2).
 
 The prompt is ``<bos> b_1 ... b_n =`` and the response ``s_1 ... s_n <eos>`` with
 s_i = b_1 XOR ... XOR b_i (the running parity); the answer is s_n. The length measure is n.
@@ -25,7 +25,7 @@ from .vocab import Vocab
 
 VOCAB = Vocab.with_specials("0", "1", "=")
 BOS, EOS, ZERO, ONE, EQUALS = (VOCAB.id(t) for t in ("<bos>", "<eos>", "0", "1", "="))
-OFFSET = 1  # r at evaluation (SPEC 2.2)
+OFFSET = 1  # r at evaluation (docs/reconstruction.md)
 CELL_COLUMNS = ("length",)
 
 
@@ -144,7 +144,7 @@ def schema():
     from .frame_schema import TaskSchema, token_is
 
     class ParityScratchpadSchema(TaskSchema):
-        """One sample of parity with a scratchpad per row (SPEC 2.2): length = n bits."""
+        """One sample of parity with a scratchpad per row: length = n bits."""
 
         _vocab_size = len(VOCAB)
 
@@ -178,7 +178,7 @@ def check_section(section: dict) -> None:
 
 
 TASK = Task(
-    name="parity_scratchpad", summary="Parity with a scratchpad (SPEC 2.2, Figure 2).", vocab=VOCAB,
+    name="parity_scratchpad", summary="Parity with a scratchpad (Figure 2).", vocab=VOCAB,
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema,

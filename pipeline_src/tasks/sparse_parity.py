@@ -161,8 +161,8 @@ def prompt_schema():
     from .frame_schema import TaskSchema
 
     class SparseParityPrompt(TaskSchema):
-        """The (k, l) columns and the prompt ``<bos> m_1 b_1 ... m_l b_l =`` of sparse parity (SPEC
-        2.1), shared by its scratchpad variant."""
+        """The (k, l) columns and the prompt ``<bos> m_1 b_1 ... m_l b_l =`` of sparse parity,
+        shared by its scratchpad variant."""
 
         k: pl.Int32 = pa.Field(ge=1)
         l: pl.Int32 = pa.Field(ge=1)
@@ -191,7 +191,7 @@ def schema():
     import polars as pl
 
     class SparseParitySchema(prompt_schema()):
-        """One sample of D^sp(l, k) per row (SPEC 2.1)."""
+        """One sample of D^sp(l, k) per row (docs/tasks.md)."""
 
         @pa.dataframe_check
         def one_response_token(cls, data) -> pl.LazyFrame:
@@ -218,7 +218,7 @@ LAYOUT = Layout(
                             l_max=count("Largest number of bits l in training.")))
 
 TASK = Task(
-    name="sparse_parity", summary="Sparse parity (SPEC 2.1, Figure 1).", vocab=VOCAB,
+    name="sparse_parity", summary="Sparse parity (Figure 1).", vocab=VOCAB,
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema, layout=LAYOUT, figure=Figure("figure1", "pipeline_src.figures.figure1:plot"),

@@ -1,6 +1,6 @@
-"""Sparse parity with a scratchpad (ours, beyond the paper; SPEC 2.2 variant).
+"""Sparse parity with a scratchpad (ours, beyond the paper; a variant of Figure 2's task).
 
-The prompt is the sparse parity prompt of SPEC 2.1, ``<bos> m_1 b_1 ... m_l b_l =``, drawn by
+The prompt is the sparse parity prompt of Figure 1, ``<bos> m_1 b_1 ... m_l b_l =``, drawn by
 :func:`sparse_parity.sample` (same vocabulary, same token IDs, and for the same seed and params
 the same prompts as ``sparse_parity``). The response is the running parity over the marked bits in
 order, ``s_1 ... s_k <eos>`` with s_j = XOR of the first j marked bits; the answer s_k is the
@@ -113,7 +113,7 @@ def schema():
     from .frame_schema import token_is
 
     class SparseParityScratchpadSchema(sparse_parity.prompt_schema()):
-        """One sample of sparse parity with a running-parity scratchpad per row (SPEC 2.2 variant)."""
+        """One sample of sparse parity with a running-parity scratchpad per row."""
 
         @pa.dataframe_check
         def response_has_k_plus_1_tokens(cls, data) -> pl.LazyFrame:
@@ -129,10 +129,10 @@ def schema():
 
 TASK = Task(
     name="sparse_parity_scratchpad",
-    summary="Sparse parity with a scratchpad over the marked bits (SPEC 2.2 variant, our figure).", vocab=VOCAB,
+    summary="Sparse parity with a scratchpad over the marked bits (our figure).", vocab=VOCAB,
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id,
     train_lengths=sparse_parity.train_lengths, make_schema=schema, layout=sparse_parity.LAYOUT,
-    figure=Figure("sparse_parity_scratchpad", "pipeline_src.figures.sparse_parity_scratchpad:plot"),
+    figure=Figure("sparse_parity_scratchpad", "pipeline_src.figures.sparse_parity_scratchpad_figure:plot"),
     cell_columns=CELL_COLUMNS, answer_index=-2, check_section=sparse_parity.check_section,
     dependencies=DEPENDENCIES)

@@ -1,4 +1,4 @@
-"""Variable assignment with chains of pointers (paper, Figure 3; SPEC 2.3).
+"""Variable assignment with chains of pointers (paper, Figure 3).
 
 A sample holds n statements ``lhs = rhs ;`` (4 tokens each), shuffled. They form chains: the
 query chain ``q = v_a1``; ``v_a1 = v_a2 ; ... ; v_ad = c`` (c a digit, d the depth) and distractor
@@ -312,7 +312,7 @@ def schema():
     from .frame_schema import TaskSchema, token_is
 
     class VariableAssignmentSchema(TaskSchema):
-        """One sample of variable assignment per row (SPEC 2.3): length = n statements."""
+        """One sample of variable assignment per row: length = n statements."""
 
         n_statements: pl.Int32 = pa.Field(ge=1)
         depth: pl.Int32 = pa.Field(ge=1)
@@ -366,7 +366,7 @@ def check_section(section: dict) -> None:
 
 
 TASK = Task(
-    name="variable_assignment", summary="Variable assignment (SPEC 2.3, Figure 3).", vocab=VOCAB,
+    name="variable_assignment", summary="Variable assignment (Figure 3).", vocab=VOCAB,
     generate_train=generate_train, generate_eval=generate_eval, eval_cells=eval_cells,
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema,

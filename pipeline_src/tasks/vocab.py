@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SPECIALS = ("<pad>", "<bos>", "<eos>")
+RESERVED_TOKENS = ("<pad>", "<bos>", "<eos>")
 
 
 @dataclass(frozen=True)
@@ -12,14 +12,14 @@ class Vocab:
     tokens: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if self.tokens[: len(SPECIALS)] != SPECIALS:
-            raise ValueError(f"a vocabulary must start with {SPECIALS}")
+        if self.tokens[: len(RESERVED_TOKENS)] != RESERVED_TOKENS:
+            raise ValueError(f"a vocabulary must start with {RESERVED_TOKENS}")
         if len(set(self.tokens)) != len(self.tokens):
             raise ValueError("duplicate token in vocabulary")
 
     @classmethod
     def with_specials(cls, *tokens: str) -> "Vocab":
-        return cls(SPECIALS + tuple(tokens))
+        return cls(RESERVED_TOKENS + tuple(tokens))
 
     def __len__(self) -> int:
         return len(self.tokens)

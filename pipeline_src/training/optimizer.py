@@ -11,8 +11,8 @@ The operations, their order and their scalars are those of ``torch.optim.AdamW``
 run trains to the same numbers; each runs once over all parameters of a group (``torch._foreach_*``,
 one kernel per operation on a GPU). It is written here because ``torch.optim``'s optimizers import
 torch's compiler stack (``torch._dynamo``) when they are made and at every step, which costs a small
-job more time than its training (about 1.5 s on a 2-core CPU); this project compiles only when
-``train.compile`` asks (the model's forward, not the optimizer).
+job more time than its training (docs/performance_log.md, "Before any start-up work"); this project
+compiles only when ``train.compile`` asks (the model's forward, not the optimizer).
 """
 
 from __future__ import annotations

@@ -1,20 +1,21 @@
 # Grid, per-job specs and code digests. Cheap and pure: re-parsed for every cluster job.
-# Every result, log and benchmark path comes from pipeline_src/bookkeeping/paths.py.
+# Every result, log and benchmark path comes from pipeline_src/planning/paths.py.
 from shlex import quote
 
 from pipeline_src import studies
-from pipeline_src.bookkeeping import jobs
-from pipeline_src.bookkeeping import paths
-from pipeline_src.bookkeeping import slurm
-from pipeline_src import device_setting as devices
-from pipeline_src.language import config as lang
+from pipeline_src.planning import jobs
+from pipeline_src.planning import paths
+from pipeline_src.planning import slurm
+from pipeline_src.planning import devices
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.bookkeeping.code_digest import stage_digest
-from pipeline_src.bookkeeping.landing import LandingPage
-from pipeline_src.bookkeeping.status import BASE_CONFIG, StatusError, read_config
+from pipeline_src.provenance.code_digest import stage_digest
+from pipeline_src.reporting.landing import LandingPage
+from pipeline_src.config.layers import BASE_CONFIG, ConfigError, read_config
+from pipeline_src.config.load import validate
 
 # The config as Snakemake merged it (config/config.yaml, each --configfile, --config), but with each
-# layer's `defaults` over the task sections before it (jobs.merge_layers): a --configfile's defaults
+# layer's `defaults` over the task sections before it (pipeline_src/config/layers.py): a --configfile's defaults
 # reach every task. Then the schema (assembled from the task and scheme registries, defaults filled
 # in) and every study's cross-field checks; one line naming the field on failure.
 try:
@@ -22,15 +23,15 @@ try:
                              base=None if workflow.config_settings.replace_workflow_config else BASE_CONFIG)
     config.clear()
     config.update(layered)
-    studies.validate(config)
-except (jobs.ConfigError, StatusError) as err:
+    validate(config)
+except ConfigError as err:
     raise WorkflowError(f"invalid config: {err}")
 
 
 # The report's landing page (workflow/report/landing.rst), made only when a report prints it: the
 # paper's findings judged from the run's tables first (imported then: no job pays for it).
 def findings_section(config):
-    from pipeline_src.evaluation.run_findings import landing_section
+    from pipeline_src.reporting.run_findings import landing_section
 
     return landing_section(config)
 

@@ -1,0 +1,3 @@
+from .commands import run
+
+run()

@@ -1,0 +1,48 @@
+"""What the ``lengthgen`` commands share: the job's spec (``--spec``), the options several take,
+and the one-line error of a model job that cannot run here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import click
+
+
+def _spec(ctx, param, value: str) -> dict:
+    try:
+        spec = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"not valid JSON: {err}") from None
+    if not isinstance(spec, dict):
+        raise click.BadParameter("must be a JSON object")
+    return spec
+
+
+JOB_CONFIG = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
+RULE = click.option("--rule", default="manual", show_default=True, help="Rule name recorded in provenance.")
+THREADS = click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads.")
+TOKENS = click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+                      help="The token stream (tokens.parquet of `lengthgen corpus`).")
+OUT_DIR = click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+                       help="The model's folder; a resume checkpoint found there is resumed.")
+MODEL_DIR = click.option("--model-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+                         help="A trained model's folder (model.safetensors, model.json).")
+CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
+                           type=click.Path(dir_okay=False, path_type=Path),
+                           help="Config file merged over config/config.yaml, as with snakemake "
+                                "--configfile; repeat for several (later ones win).")
+
+
+@contextlib.contextmanager
+def _model_job_errors():
+    """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
+    that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
+    from ..training.checkpoints import CheckpointError
+    from ..device import DeviceError
+
+    try:
+        yield
+    except (DeviceError, CheckpointError) as err:
+        raise click.ClickException(str(err)) from None

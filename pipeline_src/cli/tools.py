@@ -1,0 +1,333 @@
+"""The ``lengthgen`` commands that read what a run made or would make: result tables, the
+findings, TensorBoard export, provenance, status, config checks, job specs and the benchmark.
+Registered on :func:`pipeline_src.cli.main` with the pipeline steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .options import CONFIGFILES, THREADS, _model_job_errors
+from ..benchmarks.sizes import SIZE as BENCHMARK_SIZE
+from ..evaluation.metrics import METRICS
+
+@click.command("mechanism-table")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--lengths", default=None, help="Only these lengths, comma-separated (e.g. 20,40,80).")
+def mechanism_table(folders: tuple[Path, ...], lengths: str | None) -> None:
+    """Print the mechanism of the models whose tables are in FOLDERS (results/mechanism/<task>/<scheme>/
+    <variant>/seed<S>) as a Markdown table: per run and length, each layer's best head's attention
+    mass on the dependency sets, what uniform attention gives, and the relevant and irrelevant flip
+    rates; means over seeds, with the seeds' range."""
+    from ..evaluation.mechanism_summary import mechanism_summary
+    from ..reporting.tables import markdown
+
+    try:
+        wanted = [int(length) for length in lengths.split(",")] if lengths else None
+    except ValueError:
+        raise click.BadParameter(f"{lengths!r}: give whole numbers separated by commas", param_hint="--lengths")
+    try:
+        click.echo(markdown(mechanism_summary(list(folders), wanted)))
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--metric", type=click.Choice(METRICS), default="answer",
+              show_default=True)
+def table(inputs: tuple[Path, ...], metric: str) -> None:
+    """Print the mean accuracy over seeds of INPUTS (accuracy.parquet files) as a Markdown table:
+    one row per run (and k_test), one column per evaluation length."""
+    from ..reporting.tables import accuracy_table, markdown
+
+    try:
+        click.echo(markdown(accuracy_table(list(inputs), metric)))
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command()
+@click.argument("results", required=False, type=click.Path(file_okay=False, path_type=Path))
+@CONFIGFILES
+@click.option("--from-summary", "from_summary", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge from this run summary (written by --export) instead of a results folder.")
+@click.option("--scales", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Judge every run summary this scales file lists, each with its own config, side by "
+                   "side (docs/findings/scales.yaml: the README's table).")
+@click.option("--export", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the numbers judged to this file as a run summary (CSV), e.g. "
+                   "docs/findings/default_run.csv.")
+@click.option("--keep-others", "keep_others", is_flag=True,
+              help="With --export: keep that file's rows of the findings RESULTS has no tables for (figures "
+                   "run in separate sittings), and judge them too.")
+@click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the findings to this file as a Markdown table.")
+@click.option("--readme", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Also put that Markdown table between the findings markers of this file (README.md).")
+def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, scales: Path | None,
+             export: Path | None, keep_others: bool, markdown_file: Path | None, readme: Path | None) -> None:
+    """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
+    config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
+    and the verdict. Tables whose provenance records another config stop it first, in one line naming
+    the table, the field and the --configfile to pass where a shipped config matches."""
+    from ..planning.paths import RESULTS
+    from ..reporting.judged_config import ConfigMismatch
+    from ..reporting.run_findings import report
+    from ..reporting.run_summary import SummaryError
+
+    if results is not None and from_summary is not None:
+        raise click.UsageError("give RESULTS or --from-summary, not both")
+    if keep_others and export is None:
+        raise click.UsageError("--keep-others keeps rows of the --export file: give --export")
+    if scales is not None:
+        if results is not None or from_summary is not None or configfiles or export is not None:
+            raise click.UsageError("--scales judges the summaries its file names, each with its own config: "
+                                   "give no RESULTS, --from-summary, --configfile or --export with it")
+        return _judged_scales(scales, markdown_file, readme)
+    results = results or Path(RESULTS)
+    if from_summary is None and not results.is_dir():
+        raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
+    try:
+        click.echo(report(results, configfiles, from_summary=from_summary, export=export, keep_others=keep_others,
+                          markdown_file=markdown_file, readme=readme))
+    except (ConfigMismatch, SummaryError) as err:
+        raise click.ClickException(str(err)) from None
+
+
+def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None) -> None:
+    from ..config.layers import ConfigError
+    from ..reporting import scales as across
+    from ..reporting.run_summary import SummaryError
+
+    try:
+        click.echo(across.report(scales, markdown_file=markdown_file, readme=readme))
+    except (across.ScalesError, SummaryError, ConfigError) as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+def tensorboard(results_dir: Path, out_dir: Path) -> None:
+    """Write every model's training log under RESULTS_DIR (train/**, language/train/*) as TensorBoard
+    event files in OUT_DIR, one run per model (`tensorboard --logdir OUT_DIR`; needs the tensorboard extra)."""
+    from ..reporting.tensorboard_export import ExportError, export
+
+    try:
+        click.echo(f"wrote {len(export(results_dir, out_dir))} runs to {out_dir}", err=True)
+    except ExportError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command()
+@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the full chain as JSON.")
+@click.option("--config", "with_config", is_flag=True, help="Print each artifact's config subset too.")
+@click.option("--verify", is_flag=True,
+              help="Instead: re-hash ARTIFACT and every upstream file of its chain; name each one changed "
+                   "(its SHA-256 differs from the one recorded by its consumer or its own sidecar) or missing. "
+                   "Exit status 1 if any, else print 'all N artifacts verified'.")
+def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -> None:
+    """Trace ARTIFACT back through every input to its configs, seeds, code version and dataset hashes.
+
+    With --verify, check instead that none of those files changed since ARTIFACT was produced.
+    Run it from the pipeline's working directory (input paths are recorded relative to it)."""
+    from ..storage.provenance import format_trace, trace
+
+    if verify:
+        if as_json or with_config:
+            raise click.UsageError("--verify prints a report of its own: drop --json and --config")
+        _verify(artifact)
+        return
+    from ..planning.paths import same_job
+
+    chain = trace(artifact, stand_ins=same_job)
+    if "missing" in chain:
+        raise click.ClickException(chain["missing"])
+    click.echo(json.dumps(chain, indent=2) if as_json else format_trace(chain, with_config))
+
+
+@click.command()
+@CONFIGFILES
+@click.option("--task", "tasks", multiple=True,
+              help="Only these tasks (repeatable); default: every synthetic task of the config.")
+@click.option("--wide", is_flag=True, help="Notes whole, however long (default: cut to the terminal's width).")
+@click.option("--estimate", is_flag=True,
+              help="Instead: the wall time of the config's run on --cores cores, replayed from the job times "
+                   "of the last run (results/benchmarks), whole and per figure.")
+@click.option("--cores", type=click.IntRange(min=1), default=None,
+              help="With --estimate: the cores of the run estimated, as snakemake --cores N.")
+@click.option("--results", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --estimate: the results folder whose benchmarks/ are read (default: results).")
+def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, estimate: bool, cores: int | None,
+           results: Path | None) -> None:
+    """Print every experiment cell of the config (task, variant, scheme, seed) with its state and
+    headline accuracy, one aligned row per cell. Run it from the pipeline's working directory.
+    (The natural-language analysis is not listed.)
+
+    \b
+    States:
+      done     results/eval/.../accuracy.parquet exists and every job of its chain (datasets,
+               training, evaluation) recorded the config subset and code digest the current
+               config and sources give: Snakemake would not rerun it.
+      diverged done, but training diverged (the note says at which step): the figures name
+               the cell and leave it out of the means; lower train.lr to rerun it.
+      stale    the table exists but Snakemake would remake it: the note names the job whose
+               config (first differing fields) or code changed, a missing output, or an input
+               remade after the job that read it.
+      missing  no accuracy table (the note says how far the chain got; a training or
+               evaluation job that failed, e.g. in a --keep-going run, is named with its log).
+
+    \b
+    Metric columns (mean over k_test, for done and stale cells):
+      metric         answer (answer token); exact_match for parity and variable assignment
+                     with a scratchpad
+      acc@train_max  accuracy at the longest evaluated length within the training lengths
+      acc@longest    accuracy at the longest evaluated length
+    Shown as ACCURACY@LENGTH. Files are not re-hashed: use `lengthgen provenance --verify`.
+
+    With --estimate --cores N: how long `snakemake --cores N all` takes for the config, every job
+    timed by its benchmark file of the last run (results/benchmarks/<job>.tsv) and replayed on N
+    cores in dependency order (Snakemake's DAG of the config, every job), and each figure's target
+    alone (`snakemake --cores N figure1`). A job without a benchmark file takes the mean of its
+    rule's measured jobs; a rule never measured counts as 0 s and the estimate says it is partial.
+    Snakemake's own start and order add to it (see pipeline_src/planning/estimate.py)."""
+    from ..config.layers import ConfigError
+    from ..config.load import load_config
+    from ..reporting.cell_status import config_status, format_status
+
+    if not estimate and (cores is not None or results is not None):
+        raise click.UsageError("--cores and --results go with --estimate")
+    if estimate and (tasks or wide):
+        raise click.UsageError("--task and --wide are for the table of cells, not --estimate")
+    if estimate and cores is None:
+        raise click.UsageError("give the cores to estimate for: --estimate --cores N")
+    try:
+        config = load_config(configfiles)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from None
+    if estimate:
+        _estimate(config, configfiles, cores, results)
+        return
+    from ..planning.jobs import tasks as synthetic_tasks
+
+    unknown = sorted(set(tasks) - set(synthetic_tasks(config)))
+    if unknown:
+        raise click.BadParameter(f"not synthetic tasks of this config: {', '.join(unknown)}", param_hint="--task")
+    import shutil
+
+    width = None if wide else shutil.get_terminal_size((120, 24)).columns
+    click.echo(format_status(config_status(config, list(tasks) or None), width))
+
+
+def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: Path | None) -> None:
+    """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
+    be made."""
+    from ..planning.estimate import EstimateError, estimate_run
+    from ..planning.paths import RESULTS
+    from ..studies import figures
+
+    try:
+        click.echo(estimate_run(configfiles, figures(config), cores, results or Path(RESULTS)))
+    except EstimateError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command()
+@CONFIGFILES
+@click.argument("listed", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
+    """Check a run's config as the workflow merges it (config/config.yaml, then each --configfile), without
+    Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when
+    Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
+    --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
+    from ..planning import jobs
+    from ..config.layers import ConfigError
+    from ..config.load import load_config
+
+    try:
+        config = load_config((*configfiles, *listed))
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from None
+    models = sum(len(jobs.cells(config, task)) for task in jobs.tasks(config))
+    click.echo(f"config OK: tasks {', '.join(config['tasks'])}; {models} models to train")
+
+
+@click.command()
+@click.argument("artifact", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def spec(artifact: Path) -> None:
+    """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
+    back with --spec to rerun that step by hand."""
+    from ..storage.provenance import read_record
+    from ..storage.canonical import canonical_json
+
+    try:
+        record = read_record(artifact)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(canonical_json(record["config"]))
+
+
+def _verify(artifact: Path) -> None:
+    from ..provenance.verify import format_verification, verify
+
+    try:
+        result = verify(artifact)
+    except FileNotFoundError as err:
+        raise click.ClickException(str(err)) from None
+    click.echo(format_verification(result))
+    if not result.ok:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@THREADS
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where the training benchmark runs (auto: CUDA when present).")
+@click.option("--d-model", default=BENCHMARK_SIZE["d_model"], show_default=True)
+@click.option("--n-layer", default=BENCHMARK_SIZE["n_layer"], show_default=True)
+@click.option("--n-head", default=BENCHMARK_SIZE["n_head"], show_default=True)
+@click.option("--seq-len", default=BENCHMARK_SIZE["seq_len"], show_default=True)
+@click.option("--batch-size", default=BENCHMARK_SIZE["batch_size"], show_default=True)
+@click.option("--steps", default=20, show_default=True)
+@click.option("--compile", "compile_step", is_flag=True,
+              help="Our step through torch.compile, as training on a GPU runs it unless train.compile is "
+                   "false (CUDA graphs there); 10 warm-up steps instead of 3, the compilation among them. "
+                   "Without it the step is eager, as HF's is.")
+@click.option("--decode", is_flag=True,
+              help="Instead: greedy decoding of 500 tokens with the KV cache vs a full forward per step.")
+@click.option("--decode-length", default=500, show_default=True, help="New tokens per row with --decode.")
+@click.option("--influence", "influence_targets", type=click.IntRange(min=2), default=None,
+              help="Instead: the batched influential-token analysis of this many targets (Lbar 128, "
+                   "L 64, k_max 4; at least 2: a baseline takes another document's tokens).")
+def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, batch_size, steps, compile_step,
+              decode, decode_length, influence_targets) -> None:
+    """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
+    FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
+    --influence N, the time of the batched influential-token analysis of N targets."""
+    from ..benchmarks.training_step import format_report, run_benchmark
+    from ..benchmarks.inference import (decode_benchmark, format_decode_report, format_influence_report, influence_benchmark)
+
+    if influence_targets is not None:
+        click.echo(format_influence_report(influence_benchmark(
+            n_targets=influence_targets, d_model=d_model, n_layer=n_layer, n_head=n_head,
+            batch_size=batch_size, threads=threads, device=device)))
+        return
+    if decode:
+        click.echo(format_decode_report(decode_benchmark(length=decode_length, batch_size=batch_size,
+                                                         d_model=d_model, n_layer=n_layer, n_head=n_head,
+                                                         threads=threads, device=device)))
+        return
+    with _model_job_errors():
+        result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
+                               batch_size=batch_size, steps=steps, threads=threads, precision=precision,
+                               device=device, compile=compile_step, warmup=10 if compile_step else 3,
+                               say=lambda line: click.echo(line, err=True))
+    click.echo(format_report(result))
+
+
+COMMANDS = (mechanism_table, table, findings, tensorboard, provenance, status, check, spec, benchmark)

@@ -1,0 +1,53 @@
+"""The whole check of a config, and the one way to load one: :func:`load_config` reads the layers
+(:mod:`.layers`), checks them against the schema with its defaults filled in (:mod:`.schema`), then
+runs every study's cross-field checks (:data:`pipeline_src.studies.STUDIES`). The Snakefile, the
+CLI and ``lengthgen findings`` load configs through here; each error is one line naming the file or
+the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..studies import STUDIES, figures
+from .layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
+from .schema import ConfigSchemaError, defaults_taken, validate as validate_schema
+
+
+def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
+    """The config Snakemake would run with ``--configfile`` ``configfiles`` over ``base``
+    (:func:`.layers.read_config`), made whole and checked (:func:`validate`); a ConfigError naming
+    the files."""
+    config, files = read_config(configfiles, base)
+    try:
+        validate(config)
+    except ConfigError as err:
+        raise ConfigError(f"config from {', '.join(str(f) for f in files)}: {err}") from None
+    return config
+
+
+def validate(config: dict) -> None:
+    """The whole check of a read config, in place (defaults merged and filled in); a
+    :class:`~.layers.ConfigError` naming the field."""
+    complete(config)
+    for study in STUDIES:
+        try:
+            study.check(config)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    if not figures(config):
+        raise ConfigError("the config draws no figure: tasks is empty and no other study is enabled")
+
+
+def complete(config: dict) -> None:
+    """A loaded config made whole, in place: the sections that take ``defaults``
+    (:func:`.schema.defaults_taken`) merged over them (:func:`.layers.merge_defaults`) and the JSON schema's
+    check (:mod:`.schema`, filling its defaults). The cross-field checks are each study's
+    (:func:`validate` runs both)."""
+    merged = defaults_taken()
+    try:
+        validate_schema(config, merged, before_merge=True)
+        merge_defaults(config)
+        validate_schema(config, merged)
+    except ConfigSchemaError as err:
+        raise ConfigError(str(err)) from None

@@ -1,0 +1,49 @@
+"""The parameters of the influential-token analysis (Figure 4), :class:`InfluenceConfig`, each field's
+default and rule declared once (the config's ``language.analysis`` block is generated from them),
+and the analysis' error. Torch- and pandera-free: the config check reads it."""
+
+from dataclasses import dataclass
+
+from ..model_config import POSITIVE_INT, Declared, check_declared, declared
+
+SELECTIONS = ("greedy", "topk")
+
+
+class InfluenceError(ValueError):
+    """Targets or inputs the influential-token analysis cannot work with."""
+
+
+@dataclass(frozen=True)
+class InfluenceConfig(Declared):
+    """Parameters of the analysis; validated on construction (errors name the field)."""
+
+    unknown_key_error = InfluenceError
+
+    context: int = declared(POSITIVE_INT, "Lbar: tokens before each target (the language section's context)",
+                            config=False)
+    local: int = declared(POSITIVE_INT, "L: the local window, the last L of those tokens (the section's local)",
+                          config=False)
+    k_max: int = declared(POSITIVE_INT, "influential tokens chosen per target", 8)
+    selection: str = declared({"enum": list(SELECTIONS)}, "greedy: each next token the one that lowers the loss "
+                              "most given those chosen; topk: the k tokens with the largest single-token gains", "greedy")
+    n_targets: int = declared(POSITIVE_INT, "targets drawn from the held-out documents", 128)
+    seed: int = declared({"type": "integer", "minimum": 0}, "seed of the target draw", 0)
+    batch_size: int = declared(POSITIVE_INT, "sequences per forward pass (speed and memory only)", 64)
+    null_draws: int = declared(POSITIVE_INT, "random draws of k far tokens per target (Figure 4's random baseline)",
+                               4)
+
+    def __post_init__(self) -> None:
+        check_declared(self, lambda field, value, why: InfluenceError(f"InfluenceConfig.{field}={value!r}: {why}"))
+        if self.local >= self.context:
+            raise InfluenceError(f"InfluenceConfig.local={self.local!r}: the local window L must be shorter than the "
+                                 f"context Lbar={self.context} (there must be far tokens to choose from)")
+        if self.k_max > self.far:
+            raise InfluenceError(f"InfluenceConfig.k_max={self.k_max!r}: cannot choose more than the {self.far} far "
+                                 f"tokens (Lbar - L = {self.context} - {self.local})")
+
+    @property
+    def far(self) -> int:
+        """Number of far tokens, Lbar - L: the positions 0..far-1 that can be chosen."""
+        return self.context - self.local
+
+

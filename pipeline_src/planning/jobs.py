@@ -1,0 +1,223 @@
+"""From the validated pipeline config to the exact spec of each job.
+
+Each function returns the config subset one job uses, nothing more: it becomes the job's
+canonical-JSON param (so editing a value reruns exactly the jobs that use it) and the ``config``
+of the artifact's provenance record. Pure and cheap: the Snakefile calls it at parse time.
+
+A task's section trains one model per (variant, scheme, seed). A *variant* is one training set:
+
+* sparse parity and its scratchpad version: one variant ``k{K}`` per K_train, every scheme of
+  ``schemes`` trained on each (``k_train`` x ``schemes``);
+* parity with a scratchpad and variable assignment: ``runs`` maps each variant, ``scratchpad``
+  (the response works step by step) or ``direct`` (the response is the answer), to its schemes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from .devices import device_setting
+from ..model_config import model_config
+from ..schemes import get_scheme
+from ..schemes.scheme import check_below_target
+from ..tasks import TASKS, get_task
+
+
+class TaskConfigError(ValueError):
+    """A config that passes the JSON schema but is inconsistent across fields."""
+
+
+# Each training cell's names become folders under results/ (results/train/{task}/{scheme}/{variant}/
+# seed{seed}); the workflow's wildcard_constraints are these patterns. None admits "/" or "..", so no
+# config value can produce a path outside results/.
+PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
+FIGURE_TASK = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
+
+
+def tasks(config: dict) -> list[str]:
+    """The synthetic tasks this run trains and plots, in config order."""
+    return list(config["tasks"])
+
+
+def figures(config: dict) -> list[str]:
+    """The figure of each synthetic task of the run, in config order."""
+    return [get_task(task).figure.name for task in tasks(config)]
+
+
+def variants(config: dict, task: str) -> dict[str, list[str]]:
+    """Every training variant of ``task`` with the schemes trained on it."""
+    return get_task(task).layout.variants_of(config[task])
+
+
+def cells(config: dict, task: str) -> list[dict]:
+    """Every training cell of ``task``: one dict per (variant, scheme, seed)."""
+    seeds = sorted(config[task]["seeds"])
+    return [{"task": task, "variant": variant, "scheme": scheme, "seed": seed}
+            for variant, schemes in variants(config, task).items()
+            for scheme, seed in itertools.product(schemes, seeds)]
+
+
+def train_data_spec(config: dict, task: str, variant: str) -> dict:
+    data = config[task]["data"]
+    params = {**{f: data[f] for f in get_task(task).layout.data_fields}, **get_task(task).layout.params(variant),
+              "n_samples": data["n_train"]}
+    return {"task": task, "split": "train", "seed": data["seed"], "params": params}
+
+
+def eval_data_name(task: str, variant: str) -> str:
+    """File stem of the evaluation set a variant is scored on: shared unless the variant changes
+    the response (scratchpad or direct)."""
+    return get_task(task).layout.eval_name(variant)
+
+
+def eval_data_spec(config: dict, task: str, variant: str) -> dict:
+    section = config[task]
+    ev = section["eval"]
+    layout = get_task(task).layout
+    params = {"lengths": sorted(ev["lengths"]), "n_per_cell": ev["n_per_cell"],
+              **{f: section["data"][f] for f in layout.eval_data_fields}, **layout.eval_params(section, variant)}
+    return {"task": task, "split": "eval", "seed": ev["seed"], "params": params}
+
+
+def target_length(config: dict, task: str, scheme: str, variant: str) -> int:
+    """All training position IDs stay below this (PoSE, shift, coupled offset): the configured
+    value, or one past the largest ID any evaluation sample uses under ``scheme``."""
+    configured = config[task]["positions"]["target_length"]
+    if configured is not None:
+        return configured
+    return _largest_eval_id(config, task, scheme, variant) + 1
+
+
+def _largest_eval_id(config: dict, task: str, scheme: str, variant: str) -> int:
+    t = get_task(task)
+    params = eval_data_spec(config, task, variant)["params"]
+    longest = max(params["lengths"])
+    if get_scheme(scheme).coupled:
+        return t.max_position_id(longest, params)
+    return t.sequence_tokens(longest, params) - 1
+
+
+def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int:
+    t = get_task(task)
+    params = train_data_spec(config, task, variant)["params"]
+    longest = t.train_lengths(config[task]["data"])[1]
+    if get_scheme(scheme).coupled:
+        return t.max_position_id(longest, params)
+    return t.sequence_tokens(longest, params) - 1
+
+
+def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:
+    section = config[task]
+    spec = {"task": task, "variant": variant, "scheme": scheme, "seed": seed, "device": device_setting(config),
+            "model": dict(section["model"]), "train": dict(section["train"]),
+            "positions": {"pose_chunks": section["positions"]["pose_chunks"],
+                          "target_length": target_length(config, task, scheme, variant)}}
+    k_train = get_task(task).layout.k_train(variant)
+    if k_train is not None:
+        spec["k_train"] = k_train
+    if not get_scheme(scheme).predicts_positions:
+        del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
+    return spec
+
+
+def eval_spec(config: dict, task: str) -> dict:
+    """Evaluation of one model: ``precision`` (the task's train.precision) sets bf16 autocast on CUDA;
+    ``mechanism_samples`` per cell are analysed for the mechanism (the probes drawn from ``seed``)."""
+    ev = config[task]["eval"]
+    return {"batch_size": ev["batch_size"], "seed": ev["seed"], "device": device_setting(config),
+            "precision": config[task]["train"]["precision"], "mechanism_samples": config["mechanism"]["samples"]}
+
+
+def mechanism_tasks(config: dict) -> list[str]:
+    """The tasks of the config whose dependency sets are declared: each has a mechanism figure."""
+    return [task for task in tasks(config) if get_task(task).dependencies is not None]
+
+
+def figure_spec(config: dict, figure: str) -> dict:
+    """A task figure's spec: what it draws, and the evaluated lengths (and k_test) its caption's
+    finding is judged at (:mod:`pipeline_src.reporting.findings`)."""
+    task = FIGURE_TASK[figure]
+    section = config[task]
+    train_lengths = list(get_task(task).train_lengths(section["data"]))
+    spec = {"task": task, "runs": variants(config, task), "seeds": sorted(section["seeds"]),
+            "x_scale": section["figure"]["x_scale"], "train_lengths": train_lengths,
+            "lengths": sorted(section["eval"]["lengths"]), **get_task(task).layout.figure_cells(section)}
+    return spec
+
+
+def check(config: dict) -> None:
+    """Cross-field checks the JSON schema cannot express; errors name the field. Also (as the schema
+    does) rejects any name that could not be a results folder, should the schema be bypassed."""
+    for task in config["tasks"]:
+        if task not in TASKS:
+            raise TaskConfigError(f"tasks lists unknown task {task!r}; known: {list(TASKS)}")
+        if task not in config:
+            raise TaskConfigError(f"tasks lists {task!r} but the config has no {task} section")
+    for task in tasks(config):
+        _check_path_names(config, task)
+        _check_task(config, task)
+
+
+def _check_path_names(config: dict, task: str) -> None:
+    """Every scheme, variant and seed of ``task`` names a single folder (see PATH_PATTERNS)."""
+    section, layout = config[task], get_task(task).layout
+    for seed in section["seeds"]:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise TaskConfigError(f"{task}.seeds: {seed!r} is not an integer >= 0")
+    for cell in cells(config, task):
+        fields = {"variant": f"{task}.{layout.variants_field}", "seed": f"{task}.seeds",
+                  "scheme": f"{task}.{layout.schemes_field(cell['variant'])}"}
+        for name, field in fields.items():
+            value = str(cell[name])
+            if not re.fullmatch(PATH_PATTERNS[name], value):
+                shown = layout.as_configured(value) if name == "variant" else value
+                raise TaskConfigError(f"{field}: {shown!r} cannot name a results folder "
+                                  f"(the {name} must match {PATH_PATTERNS[name]!r})")
+
+
+def _check_task(config: dict, task: str) -> None:
+    section, declared = config[task], get_task(task)
+    try:
+        declared.layout.check_variants(section)
+        if declared.check_section is not None:
+            declared.check_section(section)
+    except ValueError as err:
+        raise TaskConfigError(f"{task}.{err}") from None
+    for variant in variants(config, task):
+        _check_eval_grid(config, task, variant)
+    for cell in cells(config, task):
+        _check_positions(config, task, cell["scheme"], cell["variant"])
+
+
+def _check_eval_grid(config: dict, task: str, variant: str) -> None:
+    """The evaluation grid of ``variant`` has at least one cell (the task's ``eval_cells``, as its
+    generator draws them), so no evaluation job fails on an empty grid after others ran."""
+    params = eval_data_spec(config, task, variant)["params"]
+    if not get_task(task).eval_cells(params):
+        fields = ", ".join(f"eval.{name}={config[task]['eval'][name]}" for name in ("k_test", "lengths")
+                           if name in config[task]["eval"])
+        raise TaskConfigError(f"{task}.eval: the evaluation grid has no cell ({fields})")
+
+
+def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None:
+    """The rules a training job checks of its spec and data, checked here on the config's longest
+    samples: training IDs below the target length (:func:`check_below_target`), the model config
+    (:func:`model_config`: d_model divisible by n_head, the encoding's needs, the target length
+    within the position table), and the evaluation IDs within it (as the evaluation checks them)."""
+    spec = train_spec(config, task, variant, scheme, seed=0)
+    target = spec["positions"]["target_length"]
+    train_id = _largest_train_id(config, task, scheme, variant)
+    try:
+        check_below_target(train_id, target)
+    except ValueError:
+        raise TaskConfigError(f"{task}.positions.target_length={target} is not above the largest training "
+                          f"position ID ({train_id}) of scheme {scheme}") from None
+    try:
+        limit = model_config(spec, len(get_task(task).vocab)).position_limit
+    except ValueError as err:
+        raise TaskConfigError(f"{task}.{err}") from None
+    eval_id = _largest_eval_id(config, task, scheme, variant)
+    if limit is not None and eval_id >= limit:
+        raise TaskConfigError(f"{task}.model.max_positions={limit} is too small for scheme {scheme}: its position "
+                          f"IDs reach {eval_id} (evaluation lengths)")

@@ -1,0 +1,194 @@
+"""The code digest of a job: SHA-256 over the code of the ``pipeline_src`` modules its stage imports.
+
+The workflow passes each job's digest as a Snakemake param (so editing that code reruns the job) and
+every provenance record stores it; ``lengthgen status`` recomputes it to tell stale cells.
+
+A digest covers the *import closure* of the job's entry modules (:data:`STAGE_ENTRIES`: the modules
+the stage's CLI command imports, :data:`STAGE_COMMANDS`; for a task's figure, the module drawing it;
+both language figures share one digest), found by parsing (never importing) each module with
+:mod:`ast` and following every ``import`` and ``from ... import`` within ``pipeline_src`` at any
+nesting level (modules import lazily inside functions), relative imports and ``from package import
+submodule`` included, and the ``__init__`` of every package on the way (Python runs it). Each module
+enters as its path relative to ``pipeline_src`` and the dump of its syntax tree without comments and
+docstrings (the string opening a module, class or function): editing a comment or docstring reruns
+nothing, editing code reruns exactly the jobs whose closure holds that module. The dump depends on
+the Python version, so a new Python reruns everything. Each file is parsed once per process (again
+if it changes).
+
+Registries discover their members with :mod:`pkgutil`, which no static import names: a job's task
+module (``get_task(name).module``) and scheme modules (the scheme's ``code_modules``: its own, its encoding's and its transform's, where it
+declares one) join its digest with their own closures. So editing one task's generator reruns only
+that task's jobs, and a task module importing another task's module depends on both.
+
+Not part of any digest, deliberately: the CLI (:data:`PLUMBING`; it only dispatches) and the
+bookkeeping plumbing (provenance records, written and read in :mod:`pipeline_src.storage.provenance`,
+status, verification, paths and this module), which record results without changing them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from ..storage.canonical import sha256_text
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
+PACKAGE = "pipeline_src"
+
+# The functions of pipeline_src/cli/commands.py that run each stage's jobs (with the helpers they call): a
+# command per rule; ``lengthgen plot`` draws every figure.
+STAGE_COMMANDS = {
+    "data": ("generate",),
+    "train": ("train",),
+    "evaluate": ("evaluate",),
+    "figures": ("plot",),
+    "language_data": ("corpus",),
+    "language_train": ("lm_train",),
+    "language_eval": ("lm_eval", "influence"),
+    "language_figures": ("plot",),
+}
+# The modules that the plot command loads by name, as its figure's study names the function drawing
+# it (a task's figure: its task's, which entry_modules adds); tests/test_code_digest.py holds these
+# equal to the language study's.
+DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
+_PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "reporting.findings",
+         "evaluation.mechanism_schema")
+# The modules those functions import, and those they load by name (tests/test_code_digest.py holds
+# them equal).
+STAGE_ENTRIES = {
+    "data": ("tasks", "storage.datasets"),
+    "train": ("training.train", "training.checkpoints", "device"),
+    "evaluate": ("evaluation.evaluate", "training.checkpoints", "device"),
+    "figures": _PLOT,
+    "language_data": ("language.corpus", "language.token_stream", "language.tokenizer"),
+    "language_train": ("language.lm_training", "training.train", "training.checkpoints", "device"),
+    "language_eval": ("language.analysis", "training.checkpoints", "device"),
+    "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
+}
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
+PLUMBING = frozenset({"cli", "cli.commands", "cli.options", "cli.tools", "provenance.records", "reporting.cell_status",
+                      "provenance.verify", "planning.paths", "provenance.code_digest", "storage.provenance"})
+
+
+def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:
+    """The dotted modules (relative to ``pipeline_src``) a job of ``stage`` runs from: the stage's
+    entry modules, for ``figures`` the module drawing ``task``'s figure, plus the job's own task
+    and scheme modules."""
+    if stage not in STAGE_ENTRIES:
+        raise KeyError(f"unknown stage {stage!r}; known: {sorted(STAGE_ENTRIES)}")
+    entries = list(STAGE_ENTRIES[stage])
+    if task is not None:
+        from ..tasks import get_task
+
+        declared = get_task(task)
+        entries.append(_relative(declared.module))
+        if stage == "figures":
+            entries.append(_relative(declared.figure.draw.partition(":")[0]))
+    elif stage == "figures":
+        raise ValueError("the figures stage's digest needs the task whose figure it is")
+    if scheme is not None:
+        from ..schemes import get_scheme
+
+        entries += [_relative(module) for module in get_scheme(scheme).code_modules]
+    return entries
+
+
+@functools.cache
+def stage_digest(stage: str, task: str | None = None, scheme: str | None = None) -> str:
+    """SHA-256 over the code of every module in the import closure of the job's entry modules
+    (:func:`entry_modules`), each as its relative path and comment-free syntax tree."""
+    parts = [f"{_path(name).relative_to(PACKAGE_DIR).as_posix()}\n{_parse(_path(name))[0]}"
+             for name in sorted(closure(entry_modules(stage, task, scheme)))]
+    return sha256_text("\0".join(parts))
+
+
+def closure(entries: list[str] | tuple[str, ...]) -> set[str]:
+    """Every module (dotted, relative to ``pipeline_src``) that importing ``entries`` imports within
+    the package, the entries and their packages included, the plumbing left out."""
+    found: set[str] = set()
+    pending = list(entries)
+    while pending:
+        name = pending.pop()
+        if name in found or name in PLUMBING:
+            continue
+        if _path(name) is None:
+            raise ModuleNotFoundError(f"{PACKAGE}.{name}: no such module under {PACKAGE_DIR}")
+        found.add(name)
+        pending.extend(_packages(name))
+        pending.extend(_parse(_path(name))[1])
+    return found
+
+
+def clear_cache() -> None:
+    """Forget the digests and module files found (after editing sources within one process, as tests
+    do); a parse is kept as long as its file is unchanged."""
+    stage_digest.cache_clear()
+    _path.cache_clear()
+
+
+def _relative(module: str) -> str:
+    """``pipeline_src.a.b`` -> ``a.b``."""
+    if not module.startswith(PACKAGE + "."):
+        raise ValueError(f"{module}: not a module of {PACKAGE}")
+    return module[len(PACKAGE) + 1:]
+
+
+def _packages(name: str) -> list[str]:
+    """The packages enclosing module ``name`` (``""`` is pipeline_src itself)."""
+    parts = name.split(".") if name else []
+    return [".".join(parts[:i]) for i in range(len(parts))]
+
+
+@functools.cache
+def _path(name: str) -> Path | None:
+    """The file of module ``name`` (``""``: pipeline_src/__init__.py), or None if there is none."""
+    base = PACKAGE_DIR.joinpath(*name.split(".")) if name else PACKAGE_DIR
+    for path in (base / "__init__.py", base.with_name(base.name + ".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def _parse(path: Path) -> tuple[str, tuple[str, ...]]:
+    """:func:`_parsed`, cached while the file's modification time and size stay the same."""
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
+    """The dump of ``path``'s syntax tree without docstrings, and the package modules it imports
+    (one walk over the tree does both)."""
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except SyntaxError as err:
+        raise SyntaxError(f"{path}:{err.lineno}: cannot parse for the code digest: {err.msg}") from None
+    name = path.relative_to(PACKAGE_DIR).with_suffix("").as_posix().replace("/", ".")
+    is_package = name == "__init__" or name.endswith(".__init__")
+    name = name.removesuffix("__init__").rstrip(".")
+    package = name if is_package else name.rpartition(".")[0]
+    imports: set[str] = set()
+    for node in ast.walk(tree):  # children are queued before a node is seen: editing its body is safe
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.update(_imported(node, package))
+        elif isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree), tuple(sorted(imports))
+
+
+def _imported(node: ast.Import | ast.ImportFrom, package: str) -> list[str]:
+    """The package modules an import statement in a module of ``package`` may load (candidates that
+    are not modules, e.g. functions named in ``from module import f``, are dropped)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        source = node.module or ""
+        if node.level:  # relative to ``package``, one level up per dot after the first
+            parts = package.split(".") if package else []
+            if node.level - 1 > len(parts):
+                return []
+            source = ".".join([PACKAGE, *parts[:len(parts) - (node.level - 1)], *filter(None, [node.module])])
+        names = [source, *(f"{source}.{alias.name}" for alias in node.names if alias.name != "*")]
+    relative = [full[len(PACKAGE) + 1:] for full in names if full == PACKAGE or full.startswith(PACKAGE + ".")]
+    return [name for name in relative if _path(name) is not None]

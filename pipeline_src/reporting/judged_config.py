@@ -1,0 +1,118 @@
+"""Whether the tables ``lengthgen findings`` judges were made with the config it judges them by.
+
+Each finding is judged from its figure's tables (:func:`pipeline_src.studies.figure_inputs`) with the
+figure's spec, both taken from the config: tables made with another config are judged at the wrong
+lengths or k_test, or fail to read (an influence table of another context and k_max does not pass
+the schema this config gives). So before judging, each table's provenance chain (the config subset
+of every job upstream of it, :func:`pipeline_src.storage.provenance.upstream_values`) is compared
+with the specs this config's jobs would run with, as the report's landing page compares a figure's
+(:func:`pipeline_src.reporting.landing.value_differences`). The chain is read in the results folder
+judged (records name their inputs under ``results/``, relative to the run's working directory), so
+a run's own folder moved or kept elsewhere is compared with its own upstream files. A model whose
+weights are not there (a GPU machine's results brought back without them) is compared by the
+record of its ``model.json``, which its training wrote with the same config. Tables without a
+record (made by hand) add nothing to compare; missing tables stay "no results".
+
+Where a table differs, the command stops with one line naming the table and the first field that
+differs, and the ``--configfile``s to pass if a shipped layering (``config/config.yaml`` alone,
+with one file of ``config/``, or two in either order) gives every table's record. It does not judge
+with that layering itself: the records do not name the config files, so a match is inferred from
+the jobs' specs, which leave out the fields only the figure job reads (Figure 4's bootstrap, say);
+and a verdict of another config than the one asked for could land in ``--readme`` or ``--export``
+unnoticed. One more run of the command with the named file judges the same tables knowingly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Callable
+
+from ..planning import paths
+from .landing import expected_values, value_differences, values_text
+from ..config.layers import BASE_CONFIG, ConfigError
+from ..storage.provenance import upstream_values
+from .findings import FINDING_FIGURE
+
+
+class ConfigMismatch(ValueError):
+    """Result tables made with another config than the one they would be judged by (one line)."""
+
+
+def locate_under(results: Path) -> Callable[[str], str]:
+    """Where a recorded input path is in the results folder ``results``: a path under ``results/``
+    moved there, any other as recorded."""
+
+    def locate(recorded: str) -> str:
+        try:
+            return str(paths.under(results, recorded))
+        except ValueError:  # not under results/: a Hugging Face model's folder, say
+            return recorded
+    return locate
+
+
+def first_difference(config: dict, results: Path) -> str | None:
+    """The first table ``config``'s findings read under ``results`` (findings in order, each figure's
+    tables in order) that records a config value ``config`` does not give its job, as "table: made
+    with rule field=value, the config says value"; None where every table matches or has no record.
+    An empty string: no table to compare."""
+    from ..studies import figure_inputs, study_of
+
+    compared = False
+    for figure in FINDING_FIGURE.values():
+        study = study_of(figure)
+        if figure not in study.figures(config):
+            continue
+        tables = figure_inputs(config, figure, results)
+        expected = expected_values(config, study, figure) if tables else {}
+        for table in tables:
+            compared = True
+            made_with = upstream_values([table], locate_under(results), paths.same_job)
+            differences = value_differences(made_with, expected, study.train_rule)
+            if differences:
+                rule, key, values, allowed = differences[0]
+                return (f"{table}: made with {rule} {key}={values_text(values)}, "
+                        f"the config says {values_text(allowed) or 'unset'}")
+    return None if compared else ""
+
+
+def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
+    """The ``--configfile``s the shipped configs are run with: none, each file of ``folder`` but the
+    base config, then each two of them in either order (``mid.yaml mid_names.yaml``)."""
+    files = sorted(path for path in folder.glob("*.yaml") if path.name != BASE_CONFIG.name)
+    return [(), *((path,) for path in files), *itertools.permutations(files, 2)]
+
+
+def shipped_match(results: Path, given: tuple[Path, ...]) -> tuple[Path, ...] | None:
+    """The first shipped layering other than ``given`` whose tables under ``results`` all match it
+    (at least one table among them); None if none does."""
+    from ..config.load import load_config
+
+    for layering in shipped_layerings(BASE_CONFIG.parent):
+        if layering == tuple(Path(path) for path in given):
+            continue
+        try:
+            config = load_config(layering)
+        except (ConfigError, ValueError):  # a pair that is no valid config together
+            continue
+        if first_difference(config, results) is None:
+            return layering
+    return None
+
+
+def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
+    """A ConfigMismatch naming the first table under ``results`` made with another config than
+    ``config`` (``config/config.yaml`` with ``configfiles`` over it), and the ``--configfile``s to
+    pass instead; nothing where every table matches."""
+    found = first_difference(config, results)
+    if not found:
+        return
+    layering = shipped_match(results, configfiles)
+    if layering is None:
+        hint = "pass the --configfile(s) these results were made with"
+    elif not layering:
+        hint = f"these results look like {BASE_CONFIG}'s: pass no --configfile"
+    else:
+        files = " ".join(str(path) for path in layering)
+        hint = f"these results look like {files}'s: pass --configfile {files}"
+    raise ConfigMismatch(f"{found}; {hint}")

@@ -1,0 +1,124 @@
+"""``lengthgen findings``: the paper's four findings of a config's runs, each judged (:mod:`.findings`)
+from the spec of the figure it is drawn in and the run-summary rows (:mod:`.run_summary`) of that
+figure's tables: the files its job reads under a results folder, or the rows of a run summary
+written by ``--export`` (``--from-summary``). The README's findings table is this command's
+Markdown, between :data:`README_BEGIN` and :data:`README_END`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ..planning import jobs
+from ..planning import paths
+from . import findings as judged
+from . import run_summary
+
+README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
+
+
+def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
+    """Per finding: the spec of its figure (None where ``config`` does not draw it) and the task the
+    figure shows ("" for a figure of no synthetic task)."""
+    from ..studies import study_of
+
+    specs = {}
+    for name, figure in judged.FINDING_FIGURE.items():
+        study = study_of(figure)
+        drawn = figure in study.figures(config)
+        specs[name] = (study.figure_spec(config, figure) if drawn else None, jobs.FIGURE_TASK.get(figure, ""))
+    return specs
+
+
+def results_rows(config: dict, results: Path) -> pl.DataFrame:
+    """The run-summary rows of every finding's figure of ``config``, from the tables under ``results``."""
+    from ..studies import figure_inputs
+
+    parts = [run_summary.figure_rows(spec, figure_inputs(config, judged.FINDING_FIGURE[name], results))
+             for name, (spec, _) in figure_specs(config).items() if spec is not None]
+    return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
+
+
+def summary_rows(config: dict, summary: Path) -> pl.DataFrame:
+    """The rows of the run summary ``summary``, checked against ``config``'s Figure 4 spec."""
+    rows = run_summary.read(summary)
+    spec, _ = figure_specs(config)["F4"]
+    if spec is not None:
+        run_summary.check_made_with(rows, spec, summary)
+    return rows
+
+
+def findings(config: dict, rows: pl.DataFrame) -> list[judged.Finding]:
+    """The four findings of ``config``'s runs judged from the run-summary ``rows``."""
+    return [judged.judge(name, spec, rows, task) for name, (spec, task) in figure_specs(config).items()]
+
+
+LANDING_HEADING = "**The paper's findings, judged from this run's tables**"
+
+
+def landing_section(config: dict, results: Path | None = None) -> list[str]:
+    """The first section of the report's landing page: the findings of ``config``'s runs judged from
+    the tables under ``results`` (default ``results/``) as reStructuredText lines, or one line saying
+    why they cannot be judged (tables made with another config, an unreadable table)."""
+    from ..storage.errors import one_line
+    from .judged_config import ConfigMismatch, check
+
+    results = Path(paths.RESULTS) if results is None else results
+    intro = [LANDING_HEADING, "", "Each comparison: a one-sided permutation test over seeds (alpha 0.05), the "
+             "difference with its 95% confidence interval; docs/findings.md says how the verdicts follow.", ""]
+    try:
+        check(config, results, ())
+        found = findings(config, results_rows(config, results))
+    except (ConfigMismatch, run_summary.SummaryError, ValueError, OSError) as err:
+        return [*intro, f"Not judged: {one_line(err)}", ""]
+    return [*intro, *judged.as_rst(found)]
+
+
+def readme_block(text: str, source: Path) -> tuple[int, int]:
+    """Where the findings table of the README text ``text`` (read from ``source``) starts and ends."""
+    begin, end = text.find(README_BEGIN), text.find(README_END)
+    if not 0 <= begin < end:
+        raise ValueError(f"{source}: no {README_BEGIN} ... {README_END} markers around the findings table")
+    return begin + len(README_BEGIN), end
+
+
+def put_in_readme(readme: Path, table: str) -> None:
+    """Replace the findings table between the markers of ``readme`` by ``table``."""
+    from ..storage.atomic import write_text
+
+    text = readme.read_text()
+    begin, end = readme_block(text, readme)
+    write_text(readme, f"{text[:begin]}\n{table}\n{text[end:]}")
+
+
+def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary: Path | None = None,
+           export: Path | None = None, keep_others: bool = False, markdown_file: Path | None = None,
+           readme: Path | None = None) -> str:
+    """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
+    ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
+    ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
+    Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
+    ``keep_others``, ``export``'s earlier rows of the tasks without tables under ``results`` are kept
+    and judged too (figures run in separate sittings). Tables made with another config are a
+    :class:`.judged_config.ConfigMismatch`, before anything is judged."""
+    from ..config.load import load_config
+    from ..storage.atomic import write_text
+
+    config = load_config(configfiles)
+    if from_summary is None:
+        from .judged_config import check
+
+        check(config, results, configfiles)
+    rows = summary_rows(config, from_summary) if from_summary else results_rows(config, results)
+    if keep_others and export is not None and export.is_file():
+        rows = run_summary.merged(summary_rows(config, export), rows)
+    found = findings(config, rows)
+    if export is not None:
+        run_summary.write(rows, export)
+    if markdown_file is not None:
+        write_text(markdown_file, judged.as_markdown(found) + "\n")
+    if readme is not None:
+        put_in_readme(readme, judged.as_markdown(found))
+    return judged.as_text(found)

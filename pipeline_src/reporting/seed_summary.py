@@ -1,0 +1,101 @@
+"""A synthetic task's numbers cell by cell, as the findings read them: per training run (variant,
+scheme) and cell (k_test where the task has one, length), the mean over seeds of the run's headline
+metric (:meth:`pipeline_src.tasks.task.Task.headline_metric`), the seeds' extremes and how many
+seeds have an accuracy (a diverged seed has none and takes no part); and each seed's value, which
+the findings' tests compare (:mod:`.significance`).
+
+They are read from a run summary's rows (:mod:`.run_summary`: one per run, seed and cell, made from
+the accuracy tables or read from a committed summary) and restricted to the runs and seeds of the
+task's figure spec (:func:`pipeline_src.planning.jobs.figure_spec`): rows of other runs are not
+read, and a run with seeds missing uses those present. The lengths that matter are the spec's: the
+training length is the longest of the task's training range, and "beyond it by a factor" is the
+shortest evaluated length at least that factor times it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..tasks import get_task
+
+
+@dataclass(frozen=True)
+class SeedStat:
+    """One run's accuracy at one cell: ``mean`` over its ``seeds`` seeds with an accuracy (of
+    ``of`` configured), whose smallest and largest are ``low`` and ``high``."""
+
+    mean: float
+    low: float
+    high: float
+    seeds: int
+    of: int
+
+    def __str__(self) -> str:
+        """The mean, then in brackets the seeds' range where they differ and the seeds used where
+        some are missing: ``0.62 (0.55-0.70, 2 of 3 seeds)``."""
+        notes = [f"{self.low:.2f}-{self.high:.2f}"] if f"{self.low:.2f}" != f"{self.high:.2f}" else []
+        if self.seeds < self.of:
+            notes.append(f"{self.seeds} of {self.of} seeds")
+        return f"{self.mean:.2f}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def configured(spec: dict, rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``rows`` (run-summary columns) that the task figure ``spec`` judges: its task, runs
+    and seeds, each run's headline metric."""
+    task = get_task(spec["task"])
+    runs = pl.DataFrame([(variant, scheme, task.headline_metric(variant)) for variant, schemes in spec["runs"].items()
+                         for scheme in schemes], schema={"variant": pl.String, "scheme": pl.String, "metric": pl.String},
+                        orient="row")
+    mine = rows.filter((pl.col("task") == spec["task"]) & pl.col("seed").is_in(spec["seeds"]))
+    return mine.join(runs, on=["variant", "scheme", "metric"], how="semi")
+
+
+class TaskResults:
+    """The numbers of the task figure ``spec``'s runs among ``rows`` (run-summary columns; none
+    there: every cell is None)."""
+
+    def __init__(self, spec: dict, rows: pl.DataFrame) -> None:
+        self.task = get_task(spec["task"])
+        self.lengths = sorted(spec["lengths"])
+        self.train_max = spec["train_lengths"][1]
+        self.seeds = len(spec["seeds"])
+        self._rows = configured(spec, rows).filter(pl.col("value").is_not_null())
+        self._summary = (self._rows.group_by("variant", "scheme", "k", "length")
+                         .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
+                              seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
+
+    def metric(self, variant: str) -> str:
+        """The metric ``variant``'s runs are judged by."""
+        return self.task.headline_metric(variant)
+
+    def at(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> SeedStat | None:
+        """The run's accuracy at the cell (``k`` None: a task without k_test), or None where no seed
+        has one."""
+        if length is None:
+            return None
+        k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
+        rows = self._summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
+                                    & (pl.col("length") == length) & k_match)
+        if rows.is_empty() or rows["mean"][0] is None:
+            return None
+        row = rows.row(0, named=True)
+        return SeedStat(row["mean"], row["seed_min"], row["seed_max"], row["seeds"], self.seeds)
+
+    def per_seed(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> dict[int, float]:
+        """The run's value at the cell seed by seed (seeds with no value left out; none: empty)."""
+        if length is None:
+            return {}
+        k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
+        found = self._rows.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
+                                  & (pl.col("length") == length) & k_match).sort("seed")
+        return dict(zip(found["seed"].to_list(), found["value"].to_list()))
+
+    def beyond(self, factor: float) -> int | None:
+        """The shortest evaluated length at least ``factor`` times the training length (None: none)."""
+        return next((length for length in self.lengths if length >= factor * self.train_max), None)
+
+    def in_training(self) -> int | None:
+        """The longest evaluated length within the training lengths (None: none)."""
+        return max((length for length in self.lengths if length <= self.train_max), default=None)

@@ -1,0 +1,217 @@
+"""Whether a run is above another, decided by a test over seeds, and the verdict of a finding made
+of such comparisons.
+
+A comparison puts the run a claim expects to be better against the one it expects to be worse,
+each as its per-seed values of one cell (a seed is one trained model: the unit of replication).
+Its test is a one-sided permutation test of the difference of means (scipy's
+``permutation_test``): ``independent`` where the two sides are different models, ``samples``
+(seed by seed, the sign of each seed's difference permuted) where both sides are the same models
+measured in two cells. The test assumes nothing of the values' distribution: per-seed accuracies
+are bounded and often bimodal (a seed fits or it does not), and two constant sides (every seed at
+1.00 against every seed at 0.96) must not count as infinitely significant, as a t-test would
+count them. It is exact while the distinct permutations number at most :data:`PERMUTATIONS` (up
+to 6 seeds a side, 10 paired seeds), and otherwise draws that many at random with a fixed seed (p
+then counts the observed order too, so it stays valid), so a verdict is a pure function of its
+numbers.
+
+Alongside: the difference's two-sided 95% confidence interval (Welch's, or the paired t interval),
+and the seeds per run a test at :data:`ALPHA` needs to detect the measured difference with power
+:data:`POWER` at the measured spread (statsmodels' t-test power; never fewer than the permutation
+test's own floor, :func:`fewest_seeds`).
+
+A finding's verdict (:func:`verdict`) is ``reproduced`` when every comparison is significant in
+the claimed direction (an intersection-union test: each at :data:`ALPHA`, no correction),
+``contradicted`` when some comparison is significant the other way after Holm's correction over
+the finding's comparisons, and otherwise ``undecided: <why>``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+ALPHA = 0.05  # each comparison's level
+LEVEL = 0.95  # the confidence interval's
+POWER = 0.8  # the power the seeds a comparison needs are planned for
+PERMUTATIONS = 1_999  # exact up to this many distinct permutations, else this many random ones
+RNG_SEED = 0  # the Monte Carlo permutations' seed
+MOST_SEEDS = 1000  # the most seeds per run a plan considers
+REPRODUCED, CONTRADICTED, UNDECIDED = "reproduced", "contradicted", "undecided"
+
+
+def fewest_seeds(paired: bool, alpha: float = ALPHA) -> int:
+    """The fewest seeds per run at which the exact permutation test can reach ``alpha`` at all: its
+    smallest p is 1 / C(2n, n) for two runs of n seeds, 1 / 2^n for n paired seeds."""
+    smallest_p = (lambda n: 0.5 ** n) if paired else (lambda n: 1 / math.comb(2 * n, n))
+    return next(n for n in range(1, 64) if smallest_p(n) <= alpha)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison's test: ``better`` (the run the claim puts above) against ``worse`` at
+    ``cell``, from their per-seed values ``a`` and ``b`` (seed-aligned where ``paired``)."""
+
+    better: str
+    worse: str
+    cell: str
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+    paired: bool
+    p: float  # one-sided, in the claimed direction
+    p_reverse: float  # one-sided, the other way
+    ci_low: float
+    ci_high: float
+    needed: int | None  # seeds per run to decide at the measured spread (None: see why_no_plan)
+
+    @property
+    def difference(self) -> float:
+        return float(np.mean(self.a) - np.mean(self.b))
+
+    @property
+    def significant(self) -> bool:
+        return self.p <= ALPHA
+
+    def why_no_plan(self) -> str:
+        """Why no number of seeds is planned (``needed`` None)."""
+        if self.difference <= 0:
+            return "the measured difference is not in the claimed direction"
+        if spread(np.asarray(self.a), np.asarray(self.b), self.paired) is None:
+            return "one seed per run measures no spread to plan with"
+        return f"the measured difference is too small for {MOST_SEEDS} seeds per run"
+
+    def __str__(self) -> str:
+        """``ppc 0.76 vs rope 0.00 at length 30 (6 and 6 seeds): +0.76 [+0.51, +1.01], p = 0.00108,
+        significant``."""
+        seeds = f"{len(self.a)} paired seeds" if self.paired else f"{len(self.a)} and {len(self.b)} seeds"
+        if min(len(self.a), len(self.b)) < 2:
+            seeds += ", too few to test"
+        ci = "no interval" if math.isnan(self.ci_low) else f"[{self.ci_low:+.2f}, {self.ci_high:+.2f}]"
+        outcome = "significant" if self.significant else (
+            f"significant the other way (p = {self.p_reverse:.3g})" if self.p_reverse <= ALPHA else "not significant")
+        return (f"{self.better} {np.mean(self.a):.2f} vs {self.worse} {np.mean(self.b):.2f} at {self.cell} ({seeds}): "
+                f"{self.difference:+.2f} {ci}, p = {self.p:.3g}, {outcome}")
+
+
+def compare(better: str, worse: str, cell: str, a, b, *, paired: bool) -> Comparison:
+    """The test of ``better`` (values ``a``, one per seed) above ``worse`` (``b``) at ``cell``;
+    ``paired``: the same models, ``a[i]`` and ``b[i]`` from one seed."""
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if not len(a) or not len(b) or (paired and len(a) != len(b)):
+        raise ValueError(f"{better} vs {worse}: {len(a)} and {len(b)} values ({'paired' if paired else 'independent'})")
+
+    def p_values() -> tuple[float, float]:
+        """One-sided p in the claimed direction and the other way, from one null distribution: the
+        statistic is the pair (d, -d), each tested as 'greater' (-d greater is d less)."""
+        if min(len(a), len(b)) < 2:  # scipy needs two seeds a side (one against n could reach 1 / (n + 1) at best)
+            return 1.0, 1.0
+
+        def both_ways(x, y, axis):
+            d = np.mean(x, axis=axis) - np.mean(y, axis=axis)
+            return np.stack([d, -d], axis=-1)
+        found = stats.permutation_test(
+            (a, b), both_ways, vectorized=True, permutation_type="samples" if paired else "independent",
+            alternative="greater", n_resamples=PERMUTATIONS, rng=np.random.default_rng(RNG_SEED)).pvalue
+        return float(found[0]), float(found[1])
+
+    low, high = interval(a, b, paired)
+    return Comparison(better, worse, cell, tuple(a.tolist()), tuple(b.tolist()), paired, *p_values(), low, high,
+                      seeds_needed(a, b, paired))
+
+
+def interval(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float]:
+    """The two-sided :data:`LEVEL` confidence interval of mean(a) - mean(b): Welch's, or the paired t
+    interval; NaN where a side has fewer than two values."""
+    from scipy import stats
+
+    if min(len(a), len(b)) < 2:
+        return math.nan, math.nan
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = stats.ttest_rel(a, b) if paired else stats.ttest_ind(a, b, equal_var=False)
+        found = result.confidence_interval(LEVEL)
+    difference = float(np.mean(a) - np.mean(b))
+    low, high = (float(found.low), float(found.high))
+    if math.isnan(low):  # no spread on either side: the interval is the difference itself
+        return difference, difference
+    return low, high
+
+
+def spread(a: np.ndarray, b: np.ndarray, paired: bool) -> float | None:
+    """The per-seed standard deviation a power calculation plans with: of the seeds' differences
+    where paired, else the two runs' pooled (None: no side has two seeds)."""
+    if paired:
+        return float(np.std(a - b, ddof=1)) if len(a) > 1 else None
+    variances = [float(np.var(side, ddof=1)) for side in (a, b) if len(side) > 1]
+    return math.sqrt(sum(variances) / len(variances)) if variances else None
+
+
+def seeds_needed(a: np.ndarray, b: np.ndarray, paired: bool, alpha: float = ALPHA) -> int | None:
+    """Seeds per run for a one-sided test at ``alpha`` to find the measured difference with power
+    :data:`POWER`, were the per-seed spread as measured: the smallest n, from :func:`fewest_seeds`
+    up, whose t-test power for the effect size d = difference / spread reaches it (statsmodels'
+    ``TTestIndPower`` for two runs of n seeds, ``TTestPower`` on n paired differences). None where
+    the difference is not in the claimed direction, no spread is measured, or more than
+    :data:`MOST_SEEDS` would be needed."""
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    difference, deviation = float(np.mean(a) - np.mean(b)), spread(a, b, paired)
+    if difference <= 0 or deviation is None:
+        return None
+    floor = fewest_seeds(paired, alpha)
+    if deviation == 0:
+        return floor
+    analysis, effect = (TTestPower() if paired else TTestIndPower()), difference / deviation
+    if analysis.power(effect, MOST_SEEDS, alpha, alternative="larger") < POWER:  # power grows with n
+        return None
+    for start in range(floor, MOST_SEEDS + 1, 32):  # 32 at a time: the power of 1,000 sizes costs 0.1 s
+        seeds = np.arange(start, min(start + 32, MOST_SEEDS + 1))
+        reached = np.flatnonzero(np.asarray(analysis.power(effect, seeds, alpha, alternative="larger")) >= POWER)
+        if len(reached):
+            return int(seeds[reached[0]])
+    return None
+
+
+def contradicting(comparisons: list[Comparison]) -> Comparison | None:
+    """The comparison significant the other way after Holm's correction over ``comparisons``, the
+    most significant where several are (None: none is). Holm's step-down rejects some hypothesis
+    exactly when its first step does: the smallest p at most :data:`ALPHA` / m for m comparisons
+    (``tests/test_significance.py`` holds this equal to statsmodels' ``multipletests``)."""
+    if not comparisons:
+        return None
+    first = min(comparisons, key=lambda c: c.p_reverse)
+    return first if first.p_reverse <= ALPHA / len(comparisons) else None
+
+
+def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
+    """A finding's verdict from its comparisons (``missing``: those that could not be made, each
+    saying why)."""
+    against = contradicting(comparisons)
+    if against is not None:
+        return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
+    if missing:
+        return f"{UNDECIDED}: no results for {missing[0]}"
+    if not comparisons:
+        return f"{UNDECIDED}: nothing to compare"
+    open_ = [c for c in comparisons if not c.significant]
+    if not open_:
+        return REPRODUCED
+    reversed_ = [c for c in open_ if c.difference < 0]
+    if reversed_:  # the way to a decision is a contradiction: Holm's first step, at ALPHA / m
+        c = max(reversed_, key=lambda c: -c.difference)
+        n = seeds_needed(np.asarray(c.b), np.asarray(c.a), c.paired, ALPHA / len(comparisons))
+        plan = f"; about {n} seeds per run would show it significant" if n else ""
+        return f"{UNDECIDED}: {c.better} below {c.worse} at {c.cell}, not significantly{plan}"
+    unplanned = [c for c in open_ if c.needed is None]
+    if unplanned:
+        c = unplanned[0]
+        return f"{UNDECIDED}: {c.better} vs {c.worse} at {c.cell}: {c.why_no_plan()}"
+    now, needed = max(max(len(c.a), len(c.b)) for c in open_), max(c.needed for c in open_)
+    if needed > now:
+        return f"{UNDECIDED}: about {needed} seeds per run would decide at the measured spread ({now} now)"
+    return (f"{UNDECIDED}: not significant with {now} seeds per run, though the measured spread plans {needed}: "
+            "more seeds would decide")
