@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pipeline_src.language import pretrained
+from pipeline_src.planning import paths
 from pipeline_src.storage.provenance import read_record
 from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
 from tests.helpers import copy_workflow, snakemake, write_override
@@ -51,14 +52,18 @@ def test_dropping_a_token_at_kept_positions_is_masking_it(tiny):
 
 
 @pytest.mark.e2e
-def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny):
+def test_the_workflow_analyses_a_gguf_model_end_to_end(tmp_path, tiny, monkeypatch):
     """Figure 4 of a GGUF model: its own tokenizer makes the token stream, the analysis reads the
-    file (no model of ours trained), and the influence table's record names and hashes it."""
+    file (no model of ours trained), and the influence table's record names and hashes it. The
+    analysis job's log holds no progress bar of the GGUF reader's."""
     path, _ = tiny
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)  # as a user's shell has it (this process may have set it)
     workdir = copy_workflow(tmp_path)
     override = write_override(workdir, "gguf.yaml", {"tasks": [], "language": {
         "tokenizer": {"path": str(path)}, "pose": {"enabled": False}, "analysis": {"hf_model": str(path)}}})
     snakemake(workdir, "figure4", "--configfile", "config/smoke.yaml", override)
+    log = (workdir / paths.log(paths.LANGUAGE_INFLUENCE_JOB)).read_text()
+    assert "de-quantizing" not in log, log
     influence = workdir / "results" / "language" / "influence.parquet"
     record = read_record(influence)
     assert record["inputs"]["gguf"]["path"] == str(path) and record["hf_model"]["architecture"] == "LlamaForCausalLM"

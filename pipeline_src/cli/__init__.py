@@ -2,6 +2,13 @@
 them (:mod:`.tools`: status, findings, provenance, benchmarks) and their shared options
 (:mod:`.options`)."""
 
-from .commands import main, run
+import os
+
+# A job's log keeps the pipeline's own progress lines: libraries' tqdm bars are off (transformers
+# draws one while it de-quantizes a GGUF model). tqdm reads this when it is first imported (torch
+# imports it), so it is set before anything else; an empty TQDM_DISABLE in the environment keeps them.
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+from .commands import main, run  # noqa: E402
 
 __all__ = ["main", "run"]
