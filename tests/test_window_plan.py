@@ -30,12 +30,12 @@ def trainings(configfiles: tuple[str, ...], task: str) -> int:
 
 
 def test_the_plan_trains_eight_seeds_of_each_figure_on_the_gpu():
-    """Part (a): the default config's Figures 1, 3 and 2 with 8 seeds (16, 40 and 56 trainings, the
-    numbers docs/cluster.md's estimate rests on); part (b): Figure 2 at the mid size, 40 trainings."""
+    """Part (a): the default config's Figures 1, 3 and 2 with 8 seeds (16, 32 and 56 trainings, the
+    numbers docs/cluster.md's table names); part (b): Figure 2 at the mid size, 40 trainings."""
     config = load_config([REPO / WINDOW[0]])
     assert config["device"] == "cuda" and config["models_per_gpu"] == 8
     assert [trainings(WINDOW, task) for task in ("sparse_parity", "variable_assignment", "parity_scratchpad")] \
-        == [16, 40, 56]
+        == [16, 32, 56]
     assert trainings(MID, "parity_scratchpad") == 40
     mid = load_config([REPO / file for file in MID])["parity_scratchpad"]
     assert mid["seeds"] == list(range(8)) and mid["model"]["attention_scale"] == "log_length"
