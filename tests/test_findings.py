@@ -282,6 +282,20 @@ def test_f4_undecided_says_how_many_targets_would_part_the_intervals(tmp_path, c
     assert len(answers) >= 10 and 48 <= np.median(answers) <= 200, answers
 
 
+def test_f4_undecided_with_the_own_median_below_says_the_targets_the_other_way(tmp_path, config):
+    """Own far tokens recovering less than another document's, within the spread: the intervals
+    would part the other way, and the verdict says after how many targets (the same formula, by the
+    size of the difference), not that no number would."""
+    import re
+
+    rng = np.random.default_rng(3)
+    influence_table(config, tmp_path, rng.uniform(0.0, 1.0, 12), rng.uniform(0.2, 1.2, 12))
+    verdict = row(config, tmp_path, "F4").verdict
+    assert verdict.startswith("undecided: the two intervals overlap"), verdict
+    found = re.search(r"about ([\d,]+) analysed targets would part them at the measured spread, the other way", verdict)
+    assert found and int(found[1].replace(",", "")) > 12, verdict
+
+
 # --- missing results and the output ---
 
 

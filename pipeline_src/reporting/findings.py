@@ -279,16 +279,19 @@ def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
 
 
 def targets_needed(own: dict, other: dict, analysed: int) -> str:
-    """How many targets to analyse for F4's two intervals to part at the measured spread: an interval's
-    half-width shrinks as 1 / sqrt(targets gaining), so they part at about n (w_own + w_other)^2 /
-    (median_own - median_other)^2 targets gaining, and the analysed ones gain at the measured rate."""
+    """How many targets to analyse for F4's two intervals to part at the measured spread, whichever
+    way the medians lie: an interval's half-width shrinks as 1 / sqrt(targets gaining), so they part
+    at about n (w_own + w_other)^2 / (median_own - median_other)^2 targets gaining, and the analysed
+    ones gain at the measured rate. With the own far tokens' median below the other document's, the
+    intervals would part the other way (a contradiction), and the answer says so."""
     difference = own["median"] - other["median"]
-    if not difference > 0:
-        return "the own far tokens' median is not above the other document's"
+    if difference == 0:
+        return "the two medians are equal: no number of targets would part them"
     half_widths = (own["ci_high"] - own["ci_low"]) / 2 + (other["ci_high"] - other["ci_low"]) / 2
     gaining = own["n_targets"] * (half_widths / difference) ** 2
     needed = math.ceil(gaining * analysed / own["n_targets"])
-    return f"about {needed:,} analysed targets would part them at the measured spread ({analysed} now)"
+    way = "" if difference > 0 else ", the other way (the own far tokens' median is below the other document's)"
+    return f"about {needed:,} analysed targets would part them at the measured spread{way} ({analysed} now)"
 
 
 def interval(row: dict) -> str:
