@@ -17,7 +17,8 @@ from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage.provenance import read_record
 
-PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
+PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0,
+               "selection": "greedy"}
 
 
 def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
@@ -77,6 +78,16 @@ def test_figure4_renders_with_provenance(tables, tmp_path, plot):
         assert path.stat().st_size > 1000
         record = read_record(path)
         assert record["code"]["stage"] == "language_figures" and record["seeds"] == {"seed": PLOT_CONFIG["seed"]}
+
+
+def test_figure4_title_names_the_selection(tables, tmp_path, monkeypatch):
+    """Greedy and top-k selection draw the same kind of figure; its title says which it shows."""
+    titles = []
+    monkeypatch.setattr(figure4, "suptitle", lambda fig, text, *args, **kwargs: titles.append(text))
+    for selection in ("greedy", "topk"):
+        figure4.plot({**PLOT_CONFIG, "plot": "scatter", "selection": selection}, tables[:1],
+                     [tmp_path / f"{selection}.png"])
+    assert "greedy selection" in titles[0] and "top-k selection" in titles[1], titles
 
 
 def test_figure4_without_targets_above_the_threshold_still_renders(tables, tmp_path):

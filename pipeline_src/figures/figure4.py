@@ -31,6 +31,9 @@ CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o
           ("random_loss", "k far tokens at random (mean of draws)", "0.45", "^"))
 
 
+SELECTION_NAMES = {"greedy": "greedy", "topk": "top-k"}  # how the title names analysis.selection
+
+
 def read_influence(path: Path, spec: dict):
     cfg = InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
     return datasets.read(path, influence_schema(cfg))
@@ -92,6 +95,6 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax.set_title(f"{n} of {frame.height} targets with gain > {threshold:g}", fontsize=9)
     if counts is not None:  # one scale for every panel (vmin, vmax fixed)
         fig.colorbar(counts, ax=axes.ravel().tolist(), location="left", shrink=0.6, label="targets per hexagon")
-    suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']} "
-                  f"({frame.height} held-out targets)")
+    suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']}, "
+                  f"{SELECTION_NAMES[spec['selection']]} selection ({frame.height} held-out targets)")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")
