@@ -17,8 +17,7 @@ from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage.provenance import read_record
 
-PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0,
-               "selection": "greedy"}
+PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
 
 
 def influence_frame(n: int = 40, seed: int = 0) -> pl.DataFrame:
@@ -80,14 +79,22 @@ def test_figure4_renders_with_provenance(tables, tmp_path, plot):
         assert record["code"]["stage"] == "language_figures" and record["seeds"] == {"seed": PLOT_CONFIG["seed"]}
 
 
-def test_figure4_title_names_the_selection(tables, tmp_path, monkeypatch):
-    """Greedy and top-k selection draw the same kind of figure; its title says which it shows."""
+def test_figure4_title_names_the_selection_its_table_was_made_with(tmp_path, monkeypatch):
+    """Greedy and top-k selection draw the same kind of figure; its title says which, as the
+    influence table's provenance record has it (and names none for a table without a record)."""
     titles = []
-    monkeypatch.setattr(figure4, "suptitle", lambda fig, text, *args, **kwargs: titles.append(text))
+    monkeypatch.setattr(figure4, "suptitle", lambda fig, text: titles.append(text))
+    frame = influence_frame(40)
     for selection in ("greedy", "topk"):
-        figure4.plot({**PLOT_CONFIG, "plot": "scatter", "selection": selection}, tables[:1],
-                     [tmp_path / f"{selection}.png"])
+        table = tmp_path / f"{selection}.parquet"
+        datasets.write(frame, table, influence_schema(InfluenceConfig(context=16, local=8, k_max=3)),
+                       build_record("test", "language_eval", {"selection": selection}))
+        figure4.plot({**PLOT_CONFIG, "plot": "scatter"}, [table], [tmp_path / f"{selection}.png"])
+    bare = tmp_path / "bare.parquet"
+    frame.write_parquet(bare)
+    figure4.plot({**PLOT_CONFIG, "plot": "scatter"}, [bare], [tmp_path / "bare.png"])
     assert "greedy selection" in titles[0] and "top-k selection" in titles[1], titles
+    assert "selection" not in titles[2], titles
 
 
 def test_figure4_without_targets_above_the_threshold_still_renders(tables, tmp_path):

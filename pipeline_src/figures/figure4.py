@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..storage import datasets
+from ..storage.provenance import read_record
 from ..reporting.influence_summary import recovered_gain
 from ..language.influence_config import InfluenceConfig
 from ..language.influence_table import influence_schema
@@ -32,6 +33,16 @@ CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o
 
 
 SELECTION_NAMES = {"greedy": "greedy", "topk": "top-k"}  # how the title names analysis.selection
+
+
+def selection_of(path: Path) -> str | None:
+    """The selection (``analysis.selection``) the influence table at ``path`` was made with, from its
+    provenance record: the title states what the table holds, whatever the config says now. None for
+    a table without a record."""
+    try:
+        return read_record(path)["config"].get("selection")
+    except FileNotFoundError:
+        return None
 
 
 def read_influence(path: Path, spec: dict):
@@ -95,6 +106,8 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     ax.set_title(f"{n} of {frame.height} targets with gain > {threshold:g}", fontsize=9)
     if counts is not None:  # one scale for every panel (vmin, vmax fixed)
         fig.colorbar(counts, ax=axes.ravel().tolist(), location="left", shrink=0.6, label="targets per hexagon")
-    suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']}, "
-                  f"{SELECTION_NAMES[spec['selection']]} selection ({frame.height} held-out targets)")
+    selection = selection_of(inputs[0])
+    suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']}"
+                  + (f", {SELECTION_NAMES.get(selection, selection)} selection" if selection else "")
+                  + f" ({frame.height} held-out targets)")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")

@@ -178,7 +178,7 @@ def figure_spec(config: dict, figure: str) -> dict:
     spec = {"context": section["context"], "local": section["local"], "k_max": section["analysis"]["k_max"],
             "gain_threshold": fig["gain_threshold"], "n_boot": fig["n_boot"], "seed": fig["seed"]}
     if figure == "figure4":
-        spec.update(plot=fig["plot"], selection=section["analysis"]["selection"])  # the title says which
+        spec["plot"] = fig["plot"]
     elif figure == "language_pose":
         spec.update(recover_fraction=fig["recover_fraction"], short_context=short_context(config),
                     target_length=pose_target_length(config))
