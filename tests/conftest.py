@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import faulthandler
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,19 @@ def private_copy(built, tmp_path, monkeypatch, name: str):
     shutil.copytree(built, folder)
     monkeypatch.chdir(folder)
     return folder
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with end-to-end tests first, the most such tests first, then the others, the most tests
+    first; each file keeps its own order. pytest-xdist hands out whole files in this order (``--dist
+    loadfile --no-loadscope-reorder``), so the long files start at once and the short ones fill in
+    at the end, instead of a long file starting last while the other worker idles."""
+    def file(item):
+        return item.nodeid.split("::")[0]
+
+    tests = Counter(map(file, items))
+    e2e = Counter(file(item) for item in items if item.get_closest_marker("e2e"))
+    items.sort(key=lambda item: (-e2e[file(item)], -tests[file(item)]))  # a stable sort
 
 
 @pytest.hookimpl(trylast=True)
