@@ -1,9 +1,11 @@
-"""The test suite's own layout: no module of tests/ imports a test module (tests/test_*.py). Shared
-helpers live in tests/helpers.py, shared fixtures in tests/conftest.py."""
+"""The test suite's own layout: no module of tests/ imports a test module (tests/test_*.py); shared
+helpers live in tests/helpers.py, shared fixtures in tests/conftest.py. The files with end-to-end
+tests are handed to the workers first."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -47,3 +49,30 @@ def test_every_way_of_importing_a_test_module_is_found(tmp_path):
                       "def f():\n    from tests.test_b import z\n"
                       "from tests.helpers import w\nfrom .helpers import v\nimport tests.test_a\nimport test_missing\n")
     assert imported_test_modules(module, tmp_path) == [f"{line}: test_b" for line in (1, 2, 3, 4, 5, 7)]
+
+
+class _Item:
+    """What the ordering hook reads of a collected test: its node id and its e2e marker."""
+
+    def __init__(self, nodeid: str, e2e: bool = False):
+        self.nodeid, self.e2e = nodeid, e2e
+
+    def get_closest_marker(self, name: str):
+        return object() if name == "e2e" and self.e2e else None
+
+
+def test_files_with_end_to_end_tests_are_handed_out_first_each_file_whole_and_in_its_order():
+    from tests.conftest import pytest_collection_modifyitems
+
+    items = [_Item("tests/test_a.py::one"), _Item("tests/test_a.py::two"), _Item("tests/test_a.py::three"),
+             _Item("tests/test_b.py::one"), _Item("tests/test_e.py::fast"), _Item("tests/test_e.py::run", e2e=True),
+             _Item("tests/test_f.py::run", e2e=True), _Item("tests/test_f.py::rerun", e2e=True)]
+    pytest_collection_modifyitems(None, items)
+    assert [item.nodeid for item in items] == [
+        "tests/test_f.py::run", "tests/test_f.py::rerun",  # two e2e tests
+        "tests/test_e.py::fast", "tests/test_e.py::run",  # one
+        "tests/test_a.py::one", "tests/test_a.py::two", "tests/test_a.py::three",  # no e2e test; three tests
+        "tests/test_b.py::one"]
+    # pytest-xdist would otherwise reorder the files by their number of tests
+    addopts = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "--dist loadfile" in addopts and "--no-loadscope-reorder" in addopts, addopts
