@@ -29,7 +29,7 @@ SETTINGS = {"LENGTHGEN_SLURM_PARTITION": "cpu", "LENGTHGEN_SLURM_GPU_PARTITION":
             "LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "4000",
             "LENGTHGEN_SLURM_MODELS_PER_GPU": "2"}
 # Without Slurm accounting (sacct fails) the plugin must poll squeue; small jobs: poll early.
-FLAGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5")
+FLAGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1")
 GROUP = "models_evaluate_train"  # the group job of the cells' trainings and evaluations
 TWO_CELLS = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0, 1]}}
 
