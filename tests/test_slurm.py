@@ -34,14 +34,16 @@ GROUP = "models_evaluate_train"  # the group job of the cells' trainings and eva
 TWO_CELLS = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0, 1]}}
 
 
-def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str) -> tuple[subprocess.CompletedProcess, float]:
-    """``snakemake <target>`` through profiles/slurm as docs/cluster.md shows it; the result and its seconds."""
+def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str,
+        timeout: int = 1800) -> tuple[subprocess.CompletedProcess, float]:
+    """``snakemake <target>`` through profiles/slurm as docs/cluster.md shows it; the result and its
+    seconds (a run still going after ``timeout`` seconds fails the test)."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "snakemake", target, "--workflow-profile", "profiles/slurm",
          "--configfile", "config/smoke.yaml", *configfiles, "--config", f"device={device}", *FLAGS],
-        cwd=workdir, env={**env, **SETTINGS, "PATH": path}, capture_output=True, text=True, timeout=1800)
+        cwd=workdir, env={**env, **SETTINGS, "PATH": path}, capture_output=True, text=True, timeout=timeout)
     return done, time.monotonic() - start
 
 
@@ -83,11 +85,14 @@ def test_one_chain_runs_where_the_settings_say_and_a_failed_job_stops_the_run(cl
     assert len(list(workdir.glob("results/train/sparse_parity/rope_pose/k2/seed*/summary.json"))) == 2
 
     # device: cuda reruns the model jobs, which now ask for a GPU (here a pretend one): the
-    # training fails on this CPU-only torch, and the run reports it and stops.
-    cuda, seconds = run(workdir, cluster, "figure1", two_cells, device="cuda")
+    # training fails on this CPU-only torch, and the run reports it and stops: one submission, failed,
+    # none retried. No bound on its seconds: the plugin's status checks come 1, 12, 33, 64... s after
+    # the submission, so a busy machine can double them (35 s alone, 68 s beside other tests); a run
+    # that does not stop is caught by the timeout.
+    cuda, seconds = run(workdir, cluster, "figure1", two_cells, device="cuda", timeout=600)
     print(f"one chain through Slurm: {chain_seconds:.0f} s; the failing run: {seconds:.0f} s")
     failed = {job_id: record for job_id, record in slurm_jobs(cluster).items() if job_id not in jobs}
-    assert cuda.returncode != 0 and seconds < 60, (seconds, cuda.stdout + cuda.stderr)
+    assert cuda.returncode != 0, cuda.stdout + cuda.stderr
     assert [(rule_of(r), r["Partition"], r.get("TresPerNode"), r["JobState"]) for r in failed.values()] == \
         [(GROUP, "gpu", "gres:gpu:1", "FAILED")], failed
     assert "Error in group models" in cuda.stderr and "CUDA is not available" in cuda.stderr, cuda.stderr
