@@ -134,9 +134,9 @@ TASK_PARAMS = {
         "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
     },
     "variable_assignment": {
-        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "scratchpad": True, "n_samples": 200},
-        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "scratchpad": True, "n_per_cell": 40},
-        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "scratchpad": True, "n_samples": 30},
+        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_samples": 200},
+        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_per_cell": 40},
+        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_samples": 30},
         "regrid": [[24, 8, 2]],
     },
     "sparse_parity_scratchpad": {
@@ -228,7 +228,7 @@ quiet = {"progress": lambda _: None}
 # length within a cell (the chain depth is random), and so do its prompts with two-letter names (a
 # statement ending in a digit is a token shorter than one ending in a name).
 def _assignment(name_tokens: int) -> tuple:
-    common = {"n_vars": 16, "name_tokens": name_tokens, "d_max": 4, "scratchpad": True}
+    common = {"n_vars": 16, "name_tokens": name_tokens, "d_max": 4, "depth_law": "capped", "scratchpad": True}
     return ("variable_assignment", {**common, "n_min": 2, "n_max": 6, "n_samples": 200},
             {**common, "lengths": [2, 5], "n_per_cell": 12})
 

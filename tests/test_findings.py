@@ -1,4 +1,4 @@
-"""`lengthgen findings`: the paper's four findings judged from result tables, each criterion built to
+"""`lengthgen findings`: the paper's findings judged from result tables, each criterion built to
 be reproduced, contradicted and undecided on small hand-made tables of six seeds per run (the
 tests' error rates: tests/test_significance.py), missing results and the Markdown output; each figure's caption stating its finding; the run summary (`--export`,
 `--from-summary`) judged as its tables are; the README's table as the committed summary's."""
@@ -324,10 +324,10 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     lines = out.read_text().splitlines()
     assert lines[0] == "| finding | claim | criterion | numbers | verdict |"
     assert lines[1] == "|---|---|---|---|---|"
-    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F2", "| F3", "| F4"]
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F2", "| F3", "| F4"]
     verdicts = [line.rstrip(" |").rsplit(" | ", 1)[1] for line in lines[2:]]
-    assert verdicts[1] == judged.REPRODUCED
-    assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 1)
+    assert verdicts[2] == judged.REPRODUCED
+    assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 2)
     assert all(line.count(" | ") == 4 for line in lines[2:])  # no cell breaks the table
 
 
@@ -432,7 +432,8 @@ def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, mo
     assert again.output == from_tables.output
     assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
     verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
-    assert len(verdicts) == 4 and not any("no results" in verdict for verdict in verdicts), again.output
+    assert len(verdicts) == len(judged.FINDING_FIGURE), again.output
+    assert [v for v in verdicts if "no results" in v] == [verdicts[1]], again.output  # F1': no fresh seeds
 
 
 def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, config):
@@ -587,6 +588,71 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
     assert set(after["task"]) == set(before["task"])
     assert after.filter(pl.col("task") != F2_TASK).equals(before.filter(pl.col("task") != F2_TASK))
     assert not after.filter(pl.col("task") == F2_TASK).equals(before.filter(pl.col("task") == F2_TASK))
-    assert "F2: contradicted" in done.output and "no results" not in done.output
+    assert "F2: contradicted" in done.output
+    assert not [line for line in done.output.splitlines() if "no results" in line and not line.startswith("F1'")]
     exported(tmp_path / "f2", (), summary)
     assert set(run_summary.read(summary)["task"]) == {F2_TASK}
+
+
+# --- F1': F1's comparisons across lengths, on fresh seeds ---
+
+FRESH = list(range(judged.F1_FRESH_FROM, judged.F1_FRESH_FROM + 8))
+
+
+def f1_across(config, value, seeds=FRESH) -> judged.Finding:
+    """F1' judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``."""
+    config[F1_TASK]["seeds"] = seeds
+    spec, _ = run_findings.figure_specs(config)["F1'"]
+    metric = get_task(F1_TASK).headline_metric(next(iter(spec["runs"])))
+    rows = [(F1_TASK, variant, judged.F1_SCHEME, seed, k, length, metric, value(K, k, length, seed))
+            for variant, K in k_variants(config) for seed in seeds
+            for k in config[F1_TASK]["eval"]["k_test"] for length in config[F1_TASK]["eval"]["lengths"]]
+    return judged.judge("F1'", spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
+
+
+def f1_shown_at(judged_length: int, *, reverse_b: bool = False, tied_seeds: int = 0):
+    """Every run at 0.5 but at ``judged_length``, where accuracy falls with k_test below K_train and
+    a larger K_train is ahead at the k_test between (behind, with ``reverse_b``); ``tied_seeds``
+    seeds show no fall there (their paired differences are 0)."""
+    def value(K, k, length, seed):
+        if length != judged_length:
+            return 0.5
+        jitter = 0.01 * (seed % 4)
+        if k <= K:
+            tied = seed - FRESH[0] < tied_seeds
+            return (0.7 if tied else 0.95 - 0.05 * k) + jitter
+        return (0.9 if reverse_b else 0.4) + jitter  # a k_test beyond K_train
+    return value
+
+
+def test_f1_across_lengths_holds_where_a_judged_length_shows_it(config):
+    (_, low_k), (_, high_k) = k_variants(config)[:2]
+    T = config[F1_TASK]["data"]["l_max"] * 2
+    judged_lengths = [L for L in config[F1_TASK]["eval"]["lengths"] if 2 * T <= L <= 8 * T]
+    assert len(judged_lengths) >= 2
+    for length in judged_lengths:
+        found = f1_across(config, f1_shown_at(length))
+        assert found.verdict == judged.REPRODUCED, found.verdict
+        assert len(found.comparisons) == 3 * len(judged_lengths)
+    longest = max(config[F1_TASK]["eval"]["lengths"])
+    assert longest > 8 * T  # F1's own length is not judged by F1'
+    outside = f1_across(config, f1_shown_at(longest))
+    assert outside.verdict.startswith(judged.UNDECIDED) and "smallest p" in outside.verdict
+
+
+def test_f1_across_lengths_needs_each_comparison_past_holm_over_the_lengths(config):
+    """Three of eight seeds tied: the paired comparisons reach p = 1/32 at best, below 0.05 but above
+    0.05 / (lengths judged): undecided, with the seeds that would decide."""
+    length = 2 * 2 * config[F1_TASK]["data"]["l_max"]
+    found = f1_across(config, f1_shown_at(length, tied_seeds=3))
+    assert found.verdict.startswith(f"{judged.UNDECIDED}: K_train"), found.verdict
+    assert "smallest p 0.0312" in found.verdict and "above 0.05 / 4" in found.verdict
+
+
+def test_f1_across_lengths_contradicted_and_only_on_fresh_seeds(config):
+    length = 2 * 2 * config[F1_TASK]["data"]["l_max"]
+    found = f1_across(config, f1_shown_at(length, reverse_b=True))
+    assert found.verdict.startswith(judged.CONTRADICTED), found.verdict
+    seen = f1_across(config, f1_shown_at(length), seeds=list(range(judged.F1_FRESH_FROM)))
+    assert seen.verdict.startswith(f"{judged.UNDECIDED}: no results: no seed from {judged.F1_FRESH_FROM} on")
+    assert not seen.comparisons

@@ -119,9 +119,9 @@ def test_a_model_blind_to_its_input_flips_on_nothing_and_errs_at_its_first_token
     found = run(constant, task, frame)
     assert found["flips"][0][1] == 0 and found["flips"][0][3] == 0
     wrong = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 0]
-    assert wrong and all(error == 0 for _, length, error in wrong)
+    assert wrong and all(error == token == 0 and position is None for _, length, error, token, position in wrong)
     right = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 1]
-    assert right and all(error is None for _, length, error in right)
+    assert right and all(error is None for _, length, error, _, _ in right)
 
 
 def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
@@ -139,7 +139,7 @@ def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
         return out
 
     found = run(Stub(len(task.vocab), predict, uniform), task, frame)
-    for (row, length, error), response in zip(found["first_errors"], frame["response"]):
+    for (row, length, error, _, _), response in zip(found["first_errors"], frame["response"]):
         ones = [j for j in range(3, 12) if response[j] == parity_scratchpad.ONE]
         assert length == 13 and error == (ones[0] if ones else None)
 
@@ -189,7 +189,7 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
     assert len(attention) == 2 * len(flips) * 1  # tiny models: 1 layer, 2 heads
     model, _ = load_model(model_dir)
     wrong = 0
-    for row, first_error in zip(errors["row"], errors["first_error"]):
+    for row, first_error, first_position_error in zip(errors["row"], errors["first_error"], errors["first_position_error"]):
         sample = frame.row(row, named=True)
         response, P = sample["response"], len(sample["prompt"])
         sequential = torch.arange(P + len(response))[None, :]
@@ -203,6 +203,10 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
         slips = [j for j in range(len(response))
                  if tokens[j] != response[j] or (ppc and positions[j] != sample["response_pos"][j])]
         assert first_error == (slips[0] if slips else None), (row, tokens, response)
+        if ppc and slips and first_position_error == first_error:  # the ID went wrong at the first slip
+            assert positions[first_error] != sample["response_pos"][first_error]
+        if not ppc:
+            assert first_position_error is None
         wrong += first_error is not None
     assert wrong > 0 and (name != "parity_scratchpad" or wrong < len(errors))  # parity: some right too
 

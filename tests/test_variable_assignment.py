@@ -73,6 +73,10 @@ PARAMS = {
     "train_2": {**TRAIN, "n_vars": 25, "name_tokens": 2},
     "eval_3": {**EVAL, "n_vars": 27, "name_tokens": 3},
     "plain_2": {**EVAL_PLAIN, "n_vars": 25, "name_tokens": 2},
+    # the query chain's depth grows with n: Unif{ceil(n/2)..n}
+    "train_grows": {**TRAIN, "depth_law": "grows"},
+    "eval_grows": {**EVAL, "depth_law": "grows"},
+    "eval_grows_2": {**EVAL, "n_vars": 25, "name_tokens": 2, "depth_law": "grows"},
 }
 FRAMES = sorted(PARAMS)
 
@@ -135,12 +139,13 @@ def test_statements_and_chains_are_well_formed(which, frames):
             assert follow(statements, head)[-1][0][0] in DIGITS
         heads = set(lhs) - {s[1] for s in statements}
         assert query in heads  # the query starts its chain
-        for head in heads:  # distractor chains follow the depth law too (the last one cut to fit)
+        for head in heads - {query}:  # distractor chains: at most d_max deep (the last one cut to fit)
             assert len(follow(statements, head)) <= params["d_max"]
         assert sum(len(follow(statements, h)) for h in heads) == n  # the chains partition the statements
         hops = follow(statements, query)
         assert row["depth"] == len(hops)
-        assert 1 <= row["depth"] <= min(params["d_max"], n)
+        low, high = ((n + 1) // 2, n) if params["depth_law"] == "grows" else (1, min(params["d_max"], n))
+        assert low <= row["depth"] <= high
         assert row["answer"] == int(hops[-1][0][0])
 
 
@@ -210,6 +215,45 @@ def test_depth_law_and_statement_counts(train_frame):
             assert abs(value / total - 1 / high) < 0.15
 
 
+def test_growing_depth_law():
+    """depth_law grows: d ~ Unif{ceil(n/2)..n} at every n, in training and evaluation alike."""
+    for which, lengths in (("train_grows", (2, 9, 16)), ("eval_grows", (3, 8, 24))):
+        frame = frame_of(which)
+        for n in lengths:
+            depths = Counter(frame.filter(pl.col("n_statements") == n)["depth"].to_list())
+            support = range((n + 1) // 2, n + 1)
+            assert set(depths) == set(support), (which, n, depths)
+            total = sum(depths.values())
+            for value in depths.values():
+                assert abs(value / total - 1 / len(support)) < 0.5 / len(support) + 0.1
+
+
+def test_a_growing_scratchpad_needs_more_hops_than_training_showed():
+    """Followed by hand: each training sample's scratchpad has at most n_max hops; at n = 24 every
+    evaluation sample's query chain needs at least 12, and its scratchpad writes each of them."""
+    trained = [len(follow(*parse(row["prompt"], row["prompt_pos"]))) for row in
+               frame_of("train_grows").head(500).iter_rows(named=True)]
+    assert max(trained) == TRAIN["n_max"]
+    longest = frame_of("eval_grows").filter(pl.col("length") == 24)
+    assert longest.height == EVAL["n_per_cell"]
+    for row in longest.iter_rows(named=True):
+        hops = follow(*parse(row["prompt"], row["prompt_pos"]))
+        assert 12 <= len(hops) == row["depth"] and len(row["response"]) == len(hops) + 1
+
+
+def test_capped_law_is_the_depth_law_of_before():
+    """The capped law draws exactly the depths of d ~ Unif{1..min(d_max, n)} from the same stream, so
+    datasets made before the law was a choice are unchanged."""
+    import numpy as np
+
+    from pipeline_src.tasks.variable_assignment import depth_law
+
+    n = np.random.default_rng(0).integers(1, 30, size=1000)
+    drawn = depth_law(np.random.default_rng(1), n, 4, "capped")
+    before = 1 + (np.random.default_rng(1).random(len(n)) * np.minimum(4, n)).astype(np.int64)
+    assert np.array_equal(drawn, before)
+
+
 def test_answers_digits_and_variables_are_spread(train_frame):
     assert set(train_frame["answer"].to_list()) == set(range(10))
     used = Counter()
@@ -242,7 +286,7 @@ def test_query_statement_position_is_uniform(eval_frame):
     assert set(first) == {1, 2, 3}
 
 
-@pytest.mark.parametrize("which", ["eval", "plain", "eval_3", "plain_2"])
+@pytest.mark.parametrize("which", ["eval", "plain", "eval_3", "plain_2", "eval_grows", "eval_grows_2"])
 def test_sequence_tokens_and_max_position(which, frames):
     frame, params = frames[which], PARAMS[which]
     for row in frame.iter_rows(named=True):
@@ -253,7 +297,11 @@ def test_sequence_tokens_and_max_position(which, frames):
         assert TASK.max_position_id(row["length"]) == max(row["prompt_pos"] + row["response_pos"])
     # the exact bound is reached: always with one-token names; with longer ones where one chain
     # (n <= d_max) of full depth is likely among the cell's samples
-    reached = [n for n in params["lengths"] if params["name_tokens"] == 1 or n <= params["d_max"]]
+    # (n <= d_max) of full depth is likely among the cell's samples; when the depth grows, the longest
+    # sample is the one chain of depth n, likely among a cell's 40 samples for n <= 8
+    deepest = 8 if params["depth_law"] == "grows" else params["d_max"]
+    reached = [n for n in params["lengths"] if params["name_tokens"] == 1 and params["depth_law"] == "capped"
+               or n <= deepest]
     for n in reached:
         lengths = frame.filter(pl.col("length") == n).select(
             pl.col("prompt").list.len() + pl.col("response").list.len())
@@ -273,6 +321,7 @@ def test_eval_grid_cells():
     ("train", {**TRAIN, "n_vars": 10_000}),  # more than the vocabulary holds
     ("train", {**TRAIN, "n_min": 0}),
     ("train", {**TRAIN, "d_max": 0}),
+    ("train", {**TRAIN, "depth_law": "deep"}),
     ("train", {**TRAIN, "scratchpad": "yes"}),
     ("train", {**TRAIN, "name_tokens": 2}),  # 24 names are not a square number of words
     ("train", {**TRAIN, "n_vars": 27, "name_tokens": 2}),

@@ -19,7 +19,9 @@ scheme's, the oracle coupled IDs for coupled and ppc), this module records:
 * ``first_errors.parquet``, per sample: the first response token the model gets wrong (null when
   it gets all right). Greedy decoding feeds the true tokens until its first mistake, so the first
   token it gets wrong is the first one teacher forcing predicts wrong; for ppc a wrongly predicted
-  position ID counts as an error too (decoding feeds it back).
+  position ID counts as an error too (decoding feeds it back). The table also keeps the first wrong
+  token and the first wrong position ID apart, each under teacher forcing (the earlier of the two is
+  the first error), so that it tells whether a ppc model's token or its ID fails first.
 
 A model whose training diverged has nothing to analyse, nor has a task that declares no dependency
 sets: their tables have no rows, and the job's log says why.
@@ -112,7 +114,8 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
     rows = [(layer, head, queries, *(float(total[layer, head] / queries) if queries else None
                                      for total in (mass, uniform, entropy)))
             for layer in range(n_layer) for head in range(n_head)]
-    first = [(int(row), length, error) for row, (length, error) in zip(cell["row"], first_errors)]
+    first = [(int(row), length, min((e for e in (token, position) if e is not None), default=None), token, position)
+             for row, (length, token, position) in zip(cell["row"], first_errors)]
     return {"attention": rows, "flips": [tuple(flips)], "first_errors": first}
 
 
@@ -193,16 +196,17 @@ def flip_counts(model, tokens: torch.Tensor, positions: torch.Tensor, probes: li
 
 
 def _first_errors(out: dict, tokens: torch.Tensor, positions: torch.Tensor, prompt_lengths: torch.Tensor,
-                  lengths: torch.Tensor, predicts_positions: bool) -> list[tuple[int, int | None]]:
-    """Per row: (response length, index of the first response token predicted wrong or None)."""
+                  lengths: torch.Tensor, predicts_positions: bool) -> list[tuple[int, int | None, int | None]]:
+    """Per row: (response length, index of the first response token predicted wrong, index of the
+    first position ID predicted wrong); None where there is none, or no position head."""
     found = []
     for b in range(len(tokens)):
         start, end = int(prompt_lengths[b]), int(lengths[b])
-        wrong = out["tokens"][b, start - 1:end - 1] != tokens[b, start:end]
-        if predicts_positions:
-            wrong |= out["positions"][b, start - 1:end - 1] != positions[b, start:end]
-        errors = wrong.nonzero()
-        found.append((end - start, int(errors[0]) if len(errors) else None))
+        wrong_token = out["tokens"][b, start - 1:end - 1] != tokens[b, start:end]
+        wrong_position = (out["positions"][b, start - 1:end - 1] != positions[b, start:end] if predicts_positions
+                          else torch.zeros_like(wrong_token))
+        found.append((end - start, *(int(wrong.nonzero()[0]) if wrong.any() else None
+                                     for wrong in (wrong_token, wrong_position))))
     return found
 
 

@@ -13,7 +13,9 @@ cell keys (``k``, null for tasks without k_test, ``length``, then a task's other
   probed).
 * ``first_errors``: one row per analysed sample: its ``row`` in the evaluation file, its
   ``response_length`` and the index of the first response token predicted wrong (``first_error``,
-  null when none is).
+  null when none is); of that, ``first_token_error`` and ``first_position_error`` (a scheme with a
+  position head; null otherwise) say which kind: the first wrong token and the first wrong position
+  ID, each under teacher forcing, the earlier of them ``first_error``.
 
 (No ``from __future__ import annotations``: pandera evaluates the field annotations.)
 """
@@ -35,7 +37,8 @@ COLUMNS = {
                   "uniform_mass": pl.Float64, "entropy": pl.Float64},
     "flips": {"samples": pl.Int64, "relevant_flips": pl.Int64, "irrelevant_samples": pl.Int64,
               "irrelevant_flips": pl.Int64},
-    "first_errors": {"row": pl.Int64, "response_length": pl.Int64, "first_error": pl.Int64},
+    "first_errors": {"row": pl.Int64, "response_length": pl.Int64, "first_error": pl.Int64,
+                     "first_token_error": pl.Int64, "first_position_error": pl.Int64},
 }
 
 
@@ -71,10 +74,18 @@ class FirstErrorsSchema(RunCellSchema):
     row: pl.Int64 = pa.Field(ge=0)
     response_length: pl.Int64 = pa.Field(ge=1)
     first_error: pl.Int64 = pa.Field(ge=0, nullable=True)
+    first_token_error: pl.Int64 = pa.Field(ge=0, nullable=True)
+    first_position_error: pl.Int64 = pa.Field(ge=0, nullable=True)
 
     @pa.dataframe_check
     def error_inside_the_response(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("first_error") < pl.col("response_length")).fill_null(True))
+
+    @pa.dataframe_check
+    def first_error_is_the_earlier_kind(cls, data) -> pl.LazyFrame:
+        earliest = pl.min_horizontal("first_token_error", "first_position_error")
+        return data.lazyframe.select((pl.col("first_error") == earliest).fill_null(
+            pl.col("first_error").is_null() & earliest.is_null()))
 
 
 SCHEMAS = {"attention": AttentionSchema, "flips": FlipsSchema, "first_errors": FirstErrorsSchema}

@@ -40,6 +40,10 @@ COLUMNS = ("finding", "claim", "criterion", "numbers", "verdict")
 SCRATCHPAD = "scratchpad"  # the variant whose response works step by step
 F1_SCHEME = "rope_pose"  # the paper's Figure 1 trains RoPE with PoSE
 BEYOND, ALSO_SHOWN = 1.5, 2.0  # F2 and F3 judge at 1.5x the training length, and show 2x
+ACROSS = (2.0, 8.0)  # F1' judges every evaluated length from 2x to 8x the training length
+# F1' judges seeds from this one on: F1's verdicts before it was written saw seeds 0 to 4 on CPUs
+# and 0 to 7 on a GPU (docs/findings.md, "Criteria written before their runs")
+F1_FRESH_FROM = 8
 FITS = 0.9  # a run fits its training lengths: headline metric at least this at the training length
 TESTED = (f" Each comparison: a one-sided permutation test over seeds at alpha {significance.ALPHA:g}; reproduced "
           "when every comparison is significant, contradicted when one is significant the other way after Holm's "
@@ -48,16 +52,20 @@ F4_K = 4  # F4 judges the fraction recovered at this k (or the largest k analyse
 CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judged on)
     "F1": ("{task}, RoPE + PoSE: the fewer relevant bits (k_test), the further a model generalizes in length; a "
            "larger K_train extends this to larger k_test"),
+    "F1'": ("{task}, RoPE + PoSE, judged across lengths on fresh seeds: the fewer relevant bits (k_test), the "
+            "further a model generalizes in length; a larger K_train extends this to larger k_test"),
     "F2": ("{task} with a scratchpad: position coupling, and PPC without oracle IDs, generalize beyond the training "
            "length; RoPE, PoSE, absolute and no positions do not"),
     "F3": ("{task}: PPC with a scratchpad generalizes in length; a random absolute shift with a scratchpad and "
            "RoPE + PoSE with or without a scratchpad do not (the paper's panels a to d)"),
     "F4": "in real text, a few far tokens recover most of what the whole far context gives a prediction",
 }
-FINDING_FIGURE = {"F1": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4"}  # the figure each is drawn in
+FINDING_FIGURE = {"F1": "figure1", "F1'": "figure1", "F2": "figure2", "F3": "figure3",
+                  "F4": "figure4"}  # the figure each is drawn in (the first of a figure states it in its caption)
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a finding the config runs nothing for
 NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
     "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
+    "F1'": f"the config trains no {F1_SCHEME} model of {{task}}",
     "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
     "F3": "the config trains no {task} model",
     "F4": "the config runs no natural-language analysis",
@@ -139,31 +147,74 @@ def sparse_parity_finding(spec: dict, rows: pl.DataFrame) -> Finding:
         return not_configured("F1", task)
     runs = TaskResults(spec, rows)
     longest = runs.lengths[-1]
-    k_train = {variant: runs.task.layout.params(variant)["k_train"]
-               for variant, schemes in spec["runs"].items() if F1_SCHEME in schemes}
-    k_test = sorted(spec["k_test"])
-    metric = runs.metric(next(iter(k_train)))
-    criterion = (f"accuracy ({metric}) of {F1_SCHEME} at length {longest} (the longest evaluated). (a) For every "
-                 "K_train, its models at the smallest k_test above themselves at the largest k_test <= K_train "
-                 "(seed by seed). (b) For each pair of neighbouring K_train, at the largest k_test between them "
-                 "(smaller K_train < k_test <= larger K_train), the larger K_train's models above the smaller's."
-                 + TESTED)
+    criterion = (f"accuracy ({runs.metric(next(iter(spec['runs'])))}) of {F1_SCHEME} at length {longest} (the "
+                 f"longest evaluated). {F1_COMPARISONS}" + TESTED)
     tests = Comparisons(runs)
-    cell = f"length {longest}"
-    for variant, K in sorted(k_train.items(), key=lambda item: item[1]):
+    sparse_parity_comparisons(spec, tests, longest)
+    return Finding("F1", claim("F1", task), criterion, tests.numbers(), tests.verdict(), tuple(tests.made))
+
+
+F1_COMPARISONS = ("(a) For every K_train, its models at the smallest k_test above themselves at the largest k_test "
+                  "<= K_train (seed by seed). (b) For each pair of neighbouring K_train, at the largest k_test "
+                  "between them (smaller K_train < k_test <= larger K_train), the larger K_train's models above the "
+                  "smaller's.")
+
+
+def sparse_parity_comparisons(spec: dict, tests: Comparisons, length: int) -> None:
+    """F1's comparisons (a) and (b) at ``length``, added to ``tests``."""
+    k_train = sorted(((variant, tests.runs.task.layout.params(variant)["k_train"])
+                      for variant, schemes in spec["runs"].items() if F1_SCHEME in schemes), key=lambda item: item[1])
+    k_test = sorted(spec["k_test"])
+    cell = f"length {length}"
+    for variant, K in k_train:
         trained = [k for k in k_test if k <= K]
         if len(trained) >= 2:
             low, high = trained[0], trained[-1]
-            tests.add(Side(f"K_train {K} k_test {low}", variant, F1_SCHEME, longest, low),
-                      Side(f"k_test {high}", variant, F1_SCHEME, longest, high), cell, paired=True)
-    ordered = sorted(k_train.items(), key=lambda item: item[1])
-    for (low_variant, low_k), (high_variant, high_k) in pairwise(ordered):
+            tests.add(Side(f"K_train {K} k_test {low}", variant, F1_SCHEME, length, low),
+                      Side(f"k_test {high}", variant, F1_SCHEME, length, high), cell, paired=True)
+    for (low_variant, low_k), (high_variant, high_k) in pairwise(k_train):
         between = [k for k in k_test if low_k < k <= high_k]
         if between:
-            tests.add(Side(f"K_train {high_k}", high_variant, F1_SCHEME, longest, between[-1]),
-                      Side(f"K_train {low_k}", low_variant, F1_SCHEME, longest, between[-1]),
+            tests.add(Side(f"K_train {high_k}", high_variant, F1_SCHEME, length, between[-1]),
+                      Side(f"K_train {low_k}", low_variant, F1_SCHEME, length, between[-1]),
                       f"{cell}, k_test {between[-1]}")
-    return Finding("F1", claim("F1", task), criterion, tests.numbers(), tests.verdict(), tuple(tests.made))
+
+
+def sparse_parity_across_lengths(spec: dict, rows: pl.DataFrame) -> Finding:
+    """F1' (written 2026-11-28, before any run judged it): F1's comparisons at every evaluated length
+    from :data:`ACROSS` times the training length, each holding where it holds at some length after
+    Holm's correction over the lengths (:func:`.significance.verdict_across`); judged only on the
+    seeds no earlier F1 verdict had seen (:data:`F1_FRESH_FROM` on)."""
+    task = spec["task"]
+    if not any(F1_SCHEME in schemes for schemes in spec["runs"].values()):
+        return not_configured("F1'", task)
+    fresh = [seed for seed in spec["seeds"] if seed >= F1_FRESH_FROM]
+    runs = TaskResults({**spec, "seeds": fresh}, rows)
+    low, high = (factor * runs.train_max for factor in ACROSS)
+    lengths = [length for length in runs.lengths if low <= length <= high]
+    criterion = (f"accuracy ({runs.metric(next(iter(spec['runs'])))}) of {F1_SCHEME} at each evaluated length from "
+                 f"{low:g} to {high:g} ({ACROSS[0]:g}x to {ACROSS[1]:g}x the training length {runs.train_max}: "
+                 f"{', '.join(map(str, lengths)) or 'none evaluated'}), on seeds {F1_FRESH_FROM} and up only (those no "
+                 f"F1 verdict saw before this criterion was written). {F1_COMPARISONS} A comparison holds when its "
+                 "one-sided permutation p at some judged length is at most 0.05 / (lengths judged); reproduced when "
+                 "every comparison holds, contradicted when one is significant the other way after Holm's correction "
+                 "over every comparison at every length, else undecided.")
+    if not fresh or not lengths:
+        why = (f"no seed from {F1_FRESH_FROM} on (seeds 0 to {F1_FRESH_FROM - 1} were seen by earlier F1 verdicts)"
+               if not fresh else "no evaluated length in the judged range")
+        return Finding("F1'", claim("F1'", task), criterion, f"nothing judged: {why}.", undecided(f"no results: {why}"))
+    family: dict[str, list[significance.Comparison]] = {}
+    missing = []
+    for length in lengths:
+        tests = Comparisons(runs)
+        sparse_parity_comparisons(spec, tests, length)
+        for test in tests.made:
+            family.setdefault(f"{test.better} vs {test.worse}", []).append(test)
+        missing += tests.missing
+    numbers = "; ".join(str(test) for tests in family.values() for test in tests)
+    numbers = "; ".join([numbers] * bool(numbers) + [f"{absent}: no results" for absent in missing]) + "."
+    return Finding("F1'", claim("F1'", task), criterion, numbers, significance.verdict_across(family, missing),
+                   tuple(test for tests in family.values() for test in tests))
 
 
 def run_name(variant: str, scheme: str) -> str:
@@ -298,7 +349,8 @@ def interval(row: dict) -> str:
     return f"{row['median']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
 
-JUDGES = {"F1": sparse_parity_finding, "F2": parity_finding, "F3": assignment_finding, "F4": language_finding}
+JUDGES = {"F1": sparse_parity_finding, "F1'": sparse_parity_across_lengths, "F2": parity_finding,
+          "F3": assignment_finding, "F4": language_finding}
 
 
 def judge(name: str, spec: dict | None, rows: pl.DataFrame, task: str = "") -> Finding:

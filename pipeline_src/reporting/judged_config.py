@@ -51,29 +51,30 @@ def locate_under(results: Path) -> Callable[[str], str]:
     return locate
 
 
-def first_difference(config: dict, results: Path) -> str | None:
+def first_difference(config: dict, results: Path, reading: Path | None = None) -> tuple[Path, str] | None:
     """The first table ``config``'s findings read under ``results`` (findings in order, each figure's
-    tables in order) that records a config value ``config`` does not give its job, as "table: made
+    tables in order) that records a config value ``config`` does not give its job, with "table: made
     with rule field=value, the config says value"; None where every table matches or has no record.
-    An empty string: no table to compare."""
+    ``(None, "")``: no table to compare, or (given ``reading``) the config does not read that table."""
     from ..studies import figure_inputs, study_of
 
-    compared = False
-    for figure in FINDING_FIGURE.values():
+    compared = set()
+    for figure in dict.fromkeys(FINDING_FIGURE.values()):
         study = study_of(figure)
         if figure not in study.figures(config):
             continue
         tables = figure_inputs(config, figure, results)
         expected = expected_values(config, study, figure) if tables else {}
         for table in tables:
-            compared = True
+            compared.add(Path(table))
             made_with = upstream_values([table], locate_under(results), paths.same_job)
             differences = value_differences(made_with, expected, study.train_rule)
             if differences:
                 rule, key, values, allowed = differences[0]
-                return (f"{table}: made with {rule} {key}={values_text(values)}, "
-                        f"the config says {values_text(allowed) or 'unset'}")
-    return None if compared else ""
+                return Path(table), (f"{table}: made with {rule} {key}={values_text(values)}, "
+                                     f"the config says {values_text(allowed) or 'unset'}")
+    unread = not compared or (reading is not None and Path(reading) not in compared)
+    return (None, "") if unread else None
 
 
 def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
@@ -83,9 +84,9 @@ def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
     return [(), *((path,) for path in files), *itertools.permutations(files, 2)]
 
 
-def shipped_match(results: Path, given: tuple[Path, ...]) -> tuple[Path, ...] | None:
-    """The first shipped layering other than ``given`` whose tables under ``results`` all match it
-    (at least one table among them); None if none does."""
+def shipped_match(results: Path, given: tuple[Path, ...], table: Path) -> tuple[Path, ...] | None:
+    """The first shipped layering other than ``given`` whose tables under ``results`` all match it,
+    ``table`` (the one that differs from ``given``) among them; None if none does."""
     from ..config.load import load_config
 
     for layering in shipped_layerings(BASE_CONFIG.parent):
@@ -95,7 +96,7 @@ def shipped_match(results: Path, given: tuple[Path, ...]) -> tuple[Path, ...] | 
             config = load_config(layering)
         except (ConfigError, ValueError):  # a pair that is no valid config together
             continue
-        if first_difference(config, results) is None:
+        if first_difference(config, results, reading=table) is None:
             return layering
     return None
 
@@ -105,9 +106,10 @@ def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
     ``config`` (``config/config.yaml`` with ``configfiles`` over it), and the ``--configfile``s to
     pass instead; nothing where every table matches."""
     found = first_difference(config, results)
-    if not found:
+    if found is None or not found[1]:
         return
-    layering = shipped_match(results, configfiles)
+    table, found = found
+    layering = shipped_match(results, configfiles, table)
     if layering is None:
         hint = "pass the --configfile(s) these results were made with"
     elif not layering:

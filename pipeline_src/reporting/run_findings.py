@@ -36,8 +36,8 @@ def results_rows(config: dict, results: Path) -> pl.DataFrame:
     """The run-summary rows of every finding's figure of ``config``, from the tables under ``results``."""
     from ..studies import figure_inputs
 
-    parts = [run_summary.figure_rows(spec, figure_inputs(config, judged.FINDING_FIGURE[name], results))
-             for name, (spec, _) in figure_specs(config).items() if spec is not None]
+    drawn = {judged.FINDING_FIGURE[name]: spec for name, (spec, _) in figure_specs(config).items() if spec is not None}
+    parts = [run_summary.figure_rows(spec, figure_inputs(config, figure, results)) for figure, spec in drawn.items()]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
 
 

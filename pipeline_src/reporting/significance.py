@@ -215,3 +215,32 @@ def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
         return f"{UNDECIDED}: about {needed} seeds per run would decide at the measured spread ({now} now)"
     return (f"{UNDECIDED}: not significant with {now} seeds per run, though the measured spread plans {needed}: "
             "more seeds would decide")
+
+
+def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ()) -> str:
+    """The verdict of a finding whose every comparison (``family``: its name -> its tests, one per
+    judged cell, e.g. per length) holds where it holds at some cell: its smallest p at most
+    :data:`ALPHA` / m over its m cells (Holm's first step over the cells, all that "at some cell"
+    needs). ``reproduced`` when every comparison holds; ``contradicted`` when some test is
+    significant the other way after Holm's correction over every test of the family; else
+    ``undecided`` with the first comparison that does not hold and the seeds that would make its
+    best cell hold at the measured spread."""
+    made = [test for tests in family.values() for test in tests]
+    against = contradicting(made)
+    if against is not None:
+        return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
+    if missing:
+        return f"{UNDECIDED}: no results for {missing[0]}"
+    if not made:
+        return f"{UNDECIDED}: nothing to compare"
+    for tests in family.values():
+        best, level = min(tests, key=lambda c: c.p), ALPHA / len(tests)
+        if best.p <= level:
+            continue
+        needed = seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)
+        plan = (f"; about {needed} seeds per run would decide at the measured spread" if needed
+                else f"; {best.why_no_plan()}")
+        return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
+                f"{ALPHA:g} / {len(tests)}{plan}")
+    return REPRODUCED
+

@@ -2,7 +2,9 @@
 
 A sample holds n statements ``lhs = rhs ;`` (4 tokens each), shuffled. They form chains: the
 query chain ``q = v_a1``; ``v_a1 = v_a2 ; ... ; v_ad = c`` (c a digit, d the depth) and distractor
-chains that fill the remaining n - d statements, each also ending in a digit. Every statement has
+chains that fill the remaining n - d statements, each also ending in a digit. The query depth d
+follows ``depth_law`` (:func:`depth_law`): ``capped`` at d_max, so that a longer input adds only
+distractors, or ``grows`` with n, so that it needs more hops than training showed. Every statement has
 its own left-hand variable, so the n variables of a sample are distinct and each is on a left side
 exactly once. The prompt is ``<bos> statements ? q =``. With a scratchpad the response follows the
 chain hop by hop, ``v_a2 ... v_ad c <eos>``; without it, it is ``c <eos>``. Length = n.
@@ -73,12 +75,23 @@ def check_vars(n_vars: int, largest_n: int, prefix: str = "", name_tokens: int =
     return letters
 
 
-def depth_law(rng: np.random.Generator, n: np.ndarray, d_max: int) -> np.ndarray:
-    """d ~ Unif{1..min(d_max, n)} per sample."""
+DEPTH_LAWS = ("capped", "grows")
+
+
+def depth_law(rng: np.random.Generator, n: np.ndarray, d_max: int, law: str = "capped") -> np.ndarray:
+    """The query chain's depth per sample, one uniform draw each: ``capped``, d ~ Unif{1..min(d_max, n)}
+    (the hops a chain needs stay at most d_max whatever the length); ``grows``, d ~ Unif{ceil(n/2)..n}
+    (at least half the statements are on the query chain, so a test at m times the training length
+    needs about m times the hops training showed). The distractors keep Unif{1..d_max} either way."""
     if d_max < 1:
         raise ValueError(f"variable_assignment needs d_max >= 1; got {d_max}")
-    high = np.minimum(d_max, n)
-    return 1 + (rng.random(len(n)) * high).astype(np.int64)
+    if law not in DEPTH_LAWS:
+        raise ValueError(f"variable_assignment's depth_law={law!r} must be one of {list(DEPTH_LAWS)}")
+    if law == "capped":
+        low, high = np.ones_like(n), np.minimum(d_max, n)
+    else:
+        low, high = (n + 1) // 2, n
+    return low + (rng.random(len(n)) * (high - low + 1)).astype(np.int64)
 
 
 def spell(names: np.ndarray, letters: int, name_tokens: int) -> np.ndarray:
@@ -210,18 +223,21 @@ def _check_scratchpad(params: dict) -> None:
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
     """Most tokens fed to the model for a sample with n = ``length`` statements: the prompt plus the
-    longest response. A statement has 2L + 2 tokens (L = ``name_tokens``), L - 1 fewer when its
-    right side is a digit, which is the case for the last statement of each chain; at least
-    ceil(n / d_max) chains. With ``params`` ({d_max, scratchpad, name_tokens}) this is exact;
-    without, it bounds every depth law (d <= n, scratchpad) for one-token names (prompt 4n + 4)."""
+    longest response, both reached by the deepest query chain the depth law allows (d_top =
+    min(d_max, n) capped, n when it grows). A statement has 2L + 2 tokens (L = ``name_tokens``), L - 1
+    fewer when its right side is a digit, which is the case for the last statement of each chain: at
+    least 1 + ceil((n - d_top) / d_max) chains. With ``params`` ({d_max, depth_law, scratchpad,
+    name_tokens}) this is exact; without, it bounds every depth law (d <= n, scratchpad) for
+    one-token names (prompt 4n + 4)."""
     if params is None:
         return 4 * length + 4 + length + 1
     per_name, d_max = params["name_tokens"], int(params["d_max"])
-    chains = -(-length // d_max)
+    deepest = length if params["depth_law"] == "grows" else min(d_max, length)
+    chains = 1 + -(-(length - deepest) // d_max)
     prompt = 1 + length * (2 * per_name + 2) - chains * (per_name - 1) + per_name + 2
     if not params["scratchpad"]:
         return prompt + 2
-    return prompt + (min(d_max, length) - 1) * per_name + 2
+    return prompt + (deepest - 1) * per_name + 2
 
 
 def max_position_id(length: int, params: dict | None = None) -> int:
@@ -230,14 +246,14 @@ def max_position_id(length: int, params: dict | None = None) -> int:
 
 
 def generate_train(params: dict, seed: int):
-    """Training set: ``params`` = {n_vars, n_min, n_max, d_max, scratchpad, n_samples};
-    n ~ Unif{n_min..n_max}, d ~ Unif{1..min(d_max, n)}."""
+    """Training set: ``params`` = {n_vars, name_tokens, n_min, n_max, d_max, depth_law, scratchpad,
+    n_samples}; n ~ Unif{n_min..n_max}, d by ``depth_law`` (:func:`depth_law`)."""
     n_min, n_max = generator.length_range(params, prefix=PREFIX)
     _check_scratchpad(params)
     check_vars(int(params["n_vars"]), n_max, PREFIX, params["name_tokens"])
     rng = np.random.default_rng([seed])
     n = rng.integers(n_min, n_max + 1, size=int(params["n_samples"]))
-    d = depth_law(rng, n, int(params["d_max"]))
+    d = depth_law(rng, n, int(params["d_max"]), params["depth_law"])
     return _frame(rng, n, d, params)
 
 
@@ -247,8 +263,9 @@ def eval_cells(params: dict) -> list[tuple[int]]:
 
 
 def generate_eval(params: dict, seed: int):
-    """Evaluation grid: ``params`` = {n_vars, lengths, d_max, scratchpad, n_per_cell}; per cell n is
-    fixed and d ~ Unif{1..min(d_max, n)}. Each cell has its own stream seeded by (seed, n)."""
+    """Evaluation grid: ``params`` = {n_vars, name_tokens, lengths, d_max, depth_law, scratchpad,
+    n_per_cell}; per cell n is fixed and d drawn by ``depth_law``. Each cell has its own stream seeded
+    by (seed, n)."""
     cells = eval_cells(params)
     if cells:  # an empty grid is reported by eval_grid
         _check_scratchpad(params)
@@ -257,7 +274,7 @@ def generate_eval(params: dict, seed: int):
     def draw_cell(rng: np.random.Generator, length: int):
         generator.check_eval_length("variable_assignment", length)
         n = np.full(int(params["n_per_cell"]), length, dtype=np.int64)
-        return _frame(rng, n, depth_law(rng, n, int(params["d_max"])), params)
+        return _frame(rng, n, depth_law(rng, n, int(params["d_max"]), params["depth_law"]), params)
 
     return generator.eval_grid(cells, seed, draw_cell, "no lengths given")
 
@@ -371,12 +388,17 @@ TASK = Task(
     sequence_tokens=sequence_tokens, max_position_id=max_position_id, train_lengths=train_lengths,
     make_schema=schema,
     layout=Layout(
-        by_k_train=False, data_fields=("n_vars", "name_tokens", "n_min", "n_max", "d_max"),
-        eval_data_fields=("n_vars", "name_tokens", "d_max"),
+        by_k_train=False, data_fields=("n_vars", "name_tokens", "n_min", "n_max", "d_max", "depth_law"),
+        eval_data_fields=("n_vars", "name_tokens", "d_max", "depth_law"),
         variants=("scratchpad", "direct"), variant_params=scratchpad_variant,
         data_schema=data_schema(n_min=count("Fewest statements n in training."),
                                 n_max=count("Most statements n in training."),
-                                d_max=count("Largest query depth; d ~ Unif{1..min(d_max, n)}."),
+                                d_max=count("Largest depth of a distractor chain, and of the query chain under "
+                                            "depth_law capped."),
+                                depth_law={"type": "string", "enum": list(DEPTH_LAWS),
+                                           "description": "The query chain's depth d at n statements: capped, "
+                                           "d ~ Unif{1..min(d_max, n)} (longer inputs add only distractors); "
+                                           "grows, d ~ Unif{ceil(n/2)..n} (longer inputs need more hops)."},
                                 n_vars=count("Variable names in use; with name_tokens > 1 a power A^name_tokens "
                                              "(A letters).", maximum=MAX_VARS),
                                 name_tokens=count("Tokens per variable name (letters v0..v{A-1}); 1: one token "
