@@ -119,9 +119,10 @@ def test_a_model_blind_to_its_input_flips_on_nothing_and_errs_at_its_first_token
     found = run(constant, task, frame)
     assert found["flips"][0][1] == 0 and found["flips"][0][3] == 0
     wrong = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 0]
-    assert wrong and all(error == token == 0 and position is None for _, length, error, token, position in wrong)
+    assert wrong and all(error == token == 0 and position is None and depth is None
+                      for _, length, error, token, position, depth in wrong)
     right = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 1]
-    assert right and all(error is None for _, length, error, _, _ in right)
+    assert right and all(error is None for _, length, error, *_ in right)
 
 
 def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
@@ -139,7 +140,7 @@ def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
         return out
 
     found = run(Stub(len(task.vocab), predict, uniform), task, frame)
-    for (row, length, error, _, _), response in zip(found["first_errors"], frame["response"]):
+    for (row, length, error, *_), response in zip(found["first_errors"], frame["response"]):
         ones = [j for j in range(3, 12) if response[j] == parity_scratchpad.ONE]
         assert length == 13 and error == (ones[0] if ones else None)
 
@@ -189,8 +190,10 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
     assert len(attention) == 2 * len(flips) * 1  # tiny models: 1 layer, 2 heads
     model, _ = load_model(model_dir)
     wrong = 0
-    for row, first_error, first_position_error in zip(errors["row"], errors["first_error"], errors["first_position_error"]):
+    for row, first_error, first_position_error, depth in errors.select(
+            "row", "first_error", "first_position_error", "depth").iter_rows():
         sample = frame.row(row, named=True)
+        assert depth == sample.get("depth")  # variable assignment's hops; null for parity
         response, P = sample["response"], len(sample["prompt"])
         sequential = torch.arange(P + len(response))[None, :]
         coupled = get_scheme(scheme).coupled
@@ -209,6 +212,17 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
             assert first_position_error is None
         wrong += first_error is not None
     assert wrong > 0 and (name != "parity_scratchpad" or wrong < len(errors))  # parity: some right too
+    if name == "variable_assignment":  # by depth: every analysed sample once, its errors sorted by kind
+        from pipeline_src.evaluation.mechanism_summary import depth_summary
+
+        by_depth = depth_summary([tmp_path / "m"])
+        assert by_depth["samples"].sum() == len(errors)
+        exact = (by_depth["exact"] * by_depth["samples"]).sum()
+        assert exact == pytest.approx(len(errors) - wrong, abs=0.01 * len(by_depth) * 8)
+        kinds = by_depth.select(pl.sum_horizontal("id first", "token first", "both")).to_series().drop_nulls()
+        assert ((kinds - 1).abs() < 0.02).all()  # every wrong sample of exactly one kind
+        if scheme != "ppc":
+            assert (by_depth["id first"].drop_nulls() == 0).all()
 
 
 def test_mechanism_table_summarises_seeds_and_names_a_folder_without_tables(tmp_path, models, eval_sets):
@@ -239,3 +253,24 @@ def test_mechanism_table_summarises_seeds_and_names_a_folder_without_tables(tmp_
     assert summary["layer 0"][0] == f"{round(mass, 2)} ({round(mass, 2)}-{round(mass, 2)})"
     done = CliRunner().invoke(main, ["mechanism-table", str(tmp_path)])
     assert done.exit_code == 1 and f"{tmp_path}: no attention.parquet" in done.output
+
+
+def test_exact_match_against_depth_pools_lengths_and_shades_the_trained_depths():
+    """The mechanism figure's depth panel: per run and depth, the share of samples with no first
+    error, each seed over every length, then the mean and extremes over seeds; the shaded depths are
+    those the training lengths show."""
+    from pipeline_src.figures.mechanism_figure import by_depth
+
+    rows = [  # seed, length, depth, first_error
+        (0, 4, 2, None), (0, 4, 3, None), (0, 9, 3, 1), (0, 9, 5, 2),
+        (1, 4, 2, None), (1, 4, 3, 0), (1, 9, 3, None), (1, 9, 5, None),
+    ]
+    frame = pl.DataFrame([("scratchpad", "ppc", seed, length, depth, error) for seed, length, depth, error in rows],
+                         schema={"variant": pl.String, "scheme": pl.String, "seed": pl.Int64, "length": pl.Int32,
+                                 "depth": pl.Int64, "first_error": pl.Int64}, orient="row")
+    summary, shown = by_depth(frame, train_max=6)
+    assert shown == (2, 3)
+    by = {row["length"]: row for row in summary.iter_rows(named=True)}  # the depth, in the column drawn
+    assert by[2]["mean"] == 1.0 and by[5]["mean"] == 0.5 and (by[5]["low"], by[5]["high"]) == (0.0, 1.0)
+    assert by[3]["mean"] == pytest.approx((0.5 + 0.5) / 2)
+    assert by_depth(frame.with_columns(depth=pl.lit(None, pl.Int64)), train_max=6) is None

@@ -16,12 +16,14 @@ from ..evaluation.metrics import METRICS
 @click.command("mechanism-table")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--lengths", default=None, help="Only these lengths, comma-separated (e.g. 20,40,80).")
-def mechanism_table(folders: tuple[Path, ...], lengths: str | None) -> None:
+@click.option("--by-depth", is_flag=True, help="Per run, length and depth (the hops a sample needs): exact match of "
+              "the analysed samples and where, and in what (token or position ID), the wrong ones first go wrong.")
+def mechanism_table(folders: tuple[Path, ...], lengths: str | None, by_depth: bool) -> None:
     """Print the mechanism of the models whose tables are in FOLDERS (results/mechanism/<task>/<scheme>/
     <variant>/seed<S>) as a Markdown table: per run and length, each layer's best head's attention
     mass on the dependency sets, what uniform attention gives, and the relevant and irrelevant flip
-    rates; means over seeds, with the seeds' range."""
-    from ..evaluation.mechanism_summary import mechanism_summary
+    rates; means over seeds, with the seeds' range. With --by-depth, the first errors by depth."""
+    from ..evaluation.mechanism_summary import depth_summary, mechanism_summary
     from ..reporting.tables import markdown
 
     try:
@@ -29,7 +31,7 @@ def mechanism_table(folders: tuple[Path, ...], lengths: str | None) -> None:
     except ValueError:
         raise click.BadParameter(f"{lengths!r}: give whole numbers separated by commas", param_hint="--lengths")
     try:
-        click.echo(markdown(mechanism_summary(list(folders), wanted)))
+        click.echo(markdown((depth_summary if by_depth else mechanism_summary)(list(folders), wanted)))
     except ValueError as err:
         raise click.ClickException(str(err)) from None
 

@@ -21,7 +21,9 @@ scheme's, the oracle coupled IDs for coupled and ppc), this module records:
   token it gets wrong is the first one teacher forcing predicts wrong; for ppc a wrongly predicted
   position ID counts as an error too (decoding feeds it back). The table also keeps the first wrong
   token and the first wrong position ID apart, each under teacher forcing (the earlier of the two is
-  the first error), so that it tells whether a ppc model's token or its ID fails first.
+  the first error), so that it tells whether a ppc model's token or its ID fails first, and the
+  sample's ``depth`` where the task's frames have one (variable assignment: the hops its query
+  chain needs), so that accuracy can be read against hops as well as length.
 
 A model whose training diverged has nothing to analyse, nor has a task that declares no dependency
 sets: their tables have no rows, and the job's log says why.
@@ -88,7 +90,7 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
     """The rows of the three tables for the samples of ``cell`` (a frame of one evaluation cell, with
     its ``row`` index), without the cell's keys: ``attention`` (layer, head, queries, dependency_mass,
     uniform_mass, entropy), ``flips`` (samples, relevant_flips, irrelevant_samples, irrelevant_flips),
-    ``first_errors`` (row, response_length, first_error)."""
+    ``first_errors`` (row, response_length, first_error, first_token_error, first_position_error, depth)."""
     samples = [(np.asarray(p), np.asarray(r)) for p, r in zip(cell["prompt"].to_list(), cell["response"].to_list())]
     sets = [dependencies.sets(prompt, response) for prompt, response in samples]
     probes = [dependencies.probe(prompt, response, rng) for prompt, response in samples]
@@ -114,8 +116,9 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
     rows = [(layer, head, queries, *(float(total[layer, head] / queries) if queries else None
                                      for total in (mass, uniform, entropy)))
             for layer in range(n_layer) for head in range(n_head)]
-    first = [(int(row), length, min((e for e in (token, position) if e is not None), default=None), token, position)
-             for row, (length, token, position) in zip(cell["row"], first_errors)]
+    depths = cell["depth"].to_list() if "depth" in cell.columns else [None] * len(cell)
+    first = [(int(row), length, min((e for e in (token, position) if e is not None), default=None), token, position,
+              depth) for row, (length, token, position), depth in zip(cell["row"], first_errors, depths)]
     return {"attention": rows, "flips": [tuple(flips)], "first_errors": first}
 
 

@@ -15,7 +15,8 @@ cell keys (``k``, null for tasks without k_test, ``length``, then a task's other
   ``response_length`` and the index of the first response token predicted wrong (``first_error``,
   null when none is); of that, ``first_token_error`` and ``first_position_error`` (a scheme with a
   position head; null otherwise) say which kind: the first wrong token and the first wrong position
-  ID, each under teacher forcing, the earlier of them ``first_error``.
+  ID, each under teacher forcing, the earlier of them ``first_error``; ``depth``, the sample's depth
+  where the task's frames have one (variable assignment: the hops of its query chain), else null.
 
 (No ``from __future__ import annotations``: pandera evaluates the field annotations.)
 """
@@ -38,7 +39,7 @@ COLUMNS = {
     "flips": {"samples": pl.Int64, "relevant_flips": pl.Int64, "irrelevant_samples": pl.Int64,
               "irrelevant_flips": pl.Int64},
     "first_errors": {"row": pl.Int64, "response_length": pl.Int64, "first_error": pl.Int64,
-                     "first_token_error": pl.Int64, "first_position_error": pl.Int64},
+                     "first_token_error": pl.Int64, "first_position_error": pl.Int64, "depth": pl.Int64},
 }
 
 
@@ -76,6 +77,7 @@ class FirstErrorsSchema(RunCellSchema):
     first_error: pl.Int64 = pa.Field(ge=0, nullable=True)
     first_token_error: pl.Int64 = pa.Field(ge=0, nullable=True)
     first_position_error: pl.Int64 = pa.Field(ge=0, nullable=True)
+    depth: pl.Int64 = pa.Field(ge=1, nullable=True)
 
     @pa.dataframe_check
     def error_inside_the_response(cls, data) -> pl.LazyFrame:

@@ -63,3 +63,29 @@ def mechanism_summary(folders: list[Path], lengths: list[int] | None = None) -> 
                                        .alias(value) for value in values)
     unused = [key for key in keys if summary[key].null_count() == len(summary)]
     return summary.select(*(key for key in keys if key not in unused), "seeds", *values)
+
+
+def depth_summary(folders: list[Path], lengths: list[int] | None = None) -> pl.DataFrame:
+    """Per run, length and depth (the hops a sample needs; tasks whose samples have one): the samples
+    analysed over every seed, the share with no error (exact match), and among those with one, the
+    mean index of the first wrong response token, and the shares where a position ID goes wrong
+    before the token (``id first``), the token before the ID (``token first``), or both at one index
+    (``both``); schemes without a position head have only ``token first``."""
+    errors = pl.concat([_read(folder, "first_errors") for folder in folders], how="diagonal")
+    errors = errors.filter(pl.col("depth").is_not_null())
+    if lengths:
+        errors = errors.filter(pl.col("length").is_in(lengths))
+    if errors.is_empty():
+        raise ValueError(f"no analysed sample with a depth in the {len(folders)} given folders")
+    token, position = pl.col("first_token_error"), pl.col("first_position_error")
+    wrong = pl.col("first_error").is_not_null()
+    keys = ["task", "variant", "scheme", "length", "depth"]
+    return (errors.group_by(keys)
+            .agg(pl.len().alias("samples"), pl.col("seed").n_unique().alias("seeds"),
+                 (~wrong).mean().round(2).alias("exact"),
+                 pl.col("first_error").mean().round(2).alias("first error at"),
+                 *(((condition & wrong).sum() / wrong.sum()).round(2).alias(name) for name, condition in (
+                     ("id first", position.is_not_null() & (token.is_null() | (position < token))),
+                     ("token first", token.is_not_null() & (position.is_null() | (token < position))),
+                     ("both", token.is_not_null() & (token == position)))))
+            .sort(keys))
