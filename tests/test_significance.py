@@ -1,11 +1,13 @@
 """The findings' tests over seeds (pipeline_src/reporting/significance.py): their error rates on
 synthetic per-seed tables (400 random draws each: false positives at most 7%, power at least 80% for
 an effect of 1.5 per-seed standard deviations with 8 seeds per run, a finding of equal runs rarely
-reproduced, a reversed one contradicted), and the verdict's rules on hand-made cases."""
+reproduced, a reversed one contradicted), the verdict's rules on hand-made cases, and the power of
+F1's, F2's and F3's whole verdicts (significance.finding_power) against docs/findings.md's table."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -142,7 +144,7 @@ def test_verdict_rules():
     assert sig.verdict([up], ["x at c"]) == "undecided: no results for x at c"
     small = sig.compare("a", "b", "c", [0.6, 0.5], [0.5, 0.45], paired=False)
     assert sig.verdict([up, small]) == f"undecided: about {small.needed} seeds per run would decide at the " \
-                                       "measured spread (2 now)"
+                                       "spread of the 2 seeds per run judged here"
 
 
 def test_holm_needs_the_reverse_to_hold_over_every_comparison():
@@ -184,3 +186,128 @@ def test_one_seed_is_never_significant_and_says_so(paired):
     found = sig.compare("a", "b", "c", [1.0], [0.0], paired=paired)
     assert not found.significant and found.p_reverse == 1.0 and "too few to test" in str(found)
     assert sig.verdict([found]).startswith(sig.UNDECIDED)
+
+
+# --- the power of a whole finding's verdict (docs/findings.md, "The power of a whole finding's verdict") ---
+
+POWER_DOC = Path(__file__).resolve().parents[1] / "docs" / "findings.md"
+POWER_SECTION = "### The power of a whole finding's verdict"
+
+
+def test_p_values_of_many_draws_at_once_are_compares_own():
+    """The batched p-values equal compare's, test by test: exact ones (5 seeds a side, 5 and 8
+    paired) and the 1,999 random permutations of 8 seeds a side (the same permutations)."""
+    rng = np.random.default_rng(7)
+    for seeds, paired in [(5, False), (8, False), (5, True), (8, True)]:
+        a, b = rng.normal(0.8, 1, (6, seeds)), rng.normal(0, 1, (6, seeds))
+        p, p_reverse = sig.p_values(a, b, paired)
+        for i in range(len(a)):
+            alone = sig.compare("a", "b", "c", a[i], b[i], paired=paired)
+            assert (p[i], p_reverse[i]) == (alone.p, alone.p_reverse)
+
+
+def test_the_simulated_verdict_is_verdicts():
+    """reproduced_draws says reproduced exactly where verdict() does, on findings made by compare."""
+    for structure, effect in [(sig.F1_STRUCTURE, 1.5), (sig.F3_STRUCTURE, 0.5)]:
+        values = sig.simulate(structure, effect, 5, draws=24, seed=3)
+        simulated = sig.reproduced_draws(structure, values)
+        judged_ = [sig.verdict([sig.compare(better, worse, "c", values[better][i], values[worse][i], paired=paired)
+                                for better, worse, paired in structure.comparisons]) == sig.REPRODUCED
+                   for i in range(24)]
+        assert simulated.tolist() == judged_
+        assert 0 < sum(judged_) < 24  # both outcomes seen
+
+
+def test_the_simulation_draws_the_claimed_differences():
+    """F1 at 2 SD, 5,000 values per run: K_train 4 at k_test 4 has mean 2 against K_train 2's 0, and
+    each paired cell is its base's seeds plus N(2, 1) (standard errors 0.014 to 0.02)."""
+    values = sig.simulate(sig.F1_STRUCTURE, 2.0, 5)
+    assert set(values) == {"K_train 2 k_test 1", "K_train 2 k_test 2", "K_train 4 k_test 1", "K_train 4 k_test 4",
+                           "K_train 2 k_test 4"}
+    assert values["K_train 4 k_test 4"].mean() == pytest.approx(2.0, abs=0.06)
+    assert values["K_train 2 k_test 4"].mean() == pytest.approx(0.0, abs=0.06)
+    for high, low in [("K_train 2 k_test 1", "K_train 2 k_test 2"), ("K_train 4 k_test 1", "K_train 4 k_test 4")]:
+        difference = values[high] - values[low]
+        assert (difference.mean(), difference.std()) == pytest.approx((2.0, 1.0), abs=0.06)
+        assert values[high].std() == pytest.approx(2 ** 0.5, abs=0.06)  # the base's seeds carry over
+    assert len(sig.F2_STRUCTURE.runs) == 6 and len(sig.F3_STRUCTURE.runs) == 4
+
+
+def structure_of(finding: judged.Finding) -> list[tuple[int, int, bool]]:
+    """A finding's comparisons as (better, worse, paired), each run an index in the order of first
+    mention, a run known by its per-seed values (distinct in every cell of the rows below)."""
+    index: dict = {}
+    return [(index.setdefault(c.a, len(index)), index.setdefault(c.b, len(index)), c.paired)
+            for c in finding.comparisons]
+
+
+def test_the_structures_are_the_default_configs_findings():
+    """F1, F2 and F3 judged on rows of the default config's figures (every cell its own values)
+    make the comparisons of F1_STRUCTURE, F2_STRUCTURE and F3_STRUCTURE, sharing runs alike."""
+    from pipeline_src.reporting import run_findings
+
+    rng = np.random.default_rng(8)
+    specs = run_findings.figure_specs(default_config())
+    for name, structure in sig.STRUCTURES.items():
+        spec, _ = specs[name]
+        task = get_task(spec["task"])
+        rows = [(spec["task"], variant, scheme, seed, k, length, task.headline_metric(variant),
+                 float(rng.uniform(0.9, 1)))
+                for variant, schemes in spec["runs"].items() for scheme in schemes for seed in spec["seeds"]
+                for k in spec.get("k_test", [None]) for length in spec["lengths"]]
+        frame = run_summary.canonical(pl.DataFrame(rows, schema=list(run_summary.SCHEMA), orient="row"))
+        found = judged.judge(name, spec, frame)
+        runs = {run: i for i, run in enumerate(structure.runs)}
+        assert structure_of(found) == [(runs[b], runs[w], p) for b, w, p in structure.comparisons], name
+
+
+def test_paired_comparisons_at_5_seeds_hold_only_when_every_difference_is_positive():
+    """2^-5 = 0.031 is the smallest paired p at 5 seeds, the next 0.0625: a paired comparison holds
+    exactly where all 5 differences are positive (Phi(effect)^5: 0.71 at 1.5 SD, 0.89 at 2 SD), and F1,
+    two of them, is reproduced only where both do."""
+    from scipy.stats import norm
+
+    alone = sig.Structure("paired", (("up", "down", True),))
+    values = sig.simulate(alone, 1.5, 5)
+    assert sig.reproduced_draws(alone, values).tolist() == ((values["up"] - values["down"]) > 0).all(axis=1).tolist()
+    assert sig.finding_power(alone, 1.5, 5) == pytest.approx(norm.cdf(1.5) ** 5, abs=3 * 0.016)
+    values = sig.simulate(sig.F1_STRUCTURE, 1.5, 5)
+    both = np.ones(sig.POWER_DRAWS, dtype=bool)
+    for better, worse, paired in sig.F1_STRUCTURE.comparisons:
+        if paired:
+            both &= ((values[better] - values[worse]) > 0).all(axis=1)
+    assert not (sig.reproduced_draws(sig.F1_STRUCTURE, values) & ~both).any()
+
+
+def documented_power() -> dict[tuple[str, float, int], str]:
+    """The table of docs/findings.md's section on power: (finding, effect, seeds) -> the number as printed."""
+    import re
+
+    text = POWER_DOC.read_text()
+    section = text[text.index(POWER_SECTION):text.index("### Criteria written before their runs")]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    columns = [re.fullmatch(r"\s*([\d.]+) SD, (\d+) seeds\s*", cell) for cell in lines[0].strip("|").split("|")]
+    table = {}
+    for line in lines[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        for column, cell in zip(columns, cells):
+            if column:
+                table[(cells[0], float(column[1]), int(column[2]))] = cell
+    return table
+
+
+def test_the_documented_power_of_each_finding_is_computed():
+    """The doc's table is finding_power's numbers to 2 decimals (deterministic: a fixed seed); power
+    grows with the effect and with the seeds; with no effect F3 is reproduced in at most 5% of draws."""
+    documented = documented_power()
+    assert {(name, effect, seeds) for name, effect, seeds in documented} == {
+        (name, effect, seeds) for name in sig.STRUCTURES for effect in (1.5, 2.0) for seeds in (5, 8)}
+    power = {key: sig.finding_power(sig.STRUCTURES[key[0]], key[1], key[2]) for key in documented}
+    assert {key: f"{value:.2f}" for key, value in power.items()} == documented
+    for name in sig.STRUCTURES:
+        for seeds in (5, 8):
+            assert power[(name, 1.5, seeds)] < power[(name, 2.0, seeds)]
+        for effect in (1.5, 2.0):
+            assert power[(name, effect, 5)] < power[(name, effect, 8)]
+    for seeds in (5, 8):
+        assert sig.finding_power(sig.F3_STRUCTURE, 0.0, seeds) <= sig.ALPHA
