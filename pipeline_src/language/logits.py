@@ -59,12 +59,25 @@ def hf_logits_fn(model) -> LogitsFn:
     attention mask, not the position IDs), hence this adapter. Where the model can, it computes the
     last position's logits only (``logits_to_keep``): every loss here scores the token after the
     last one, and a pretrained model's vocabulary makes its output layer a fifth of its work.
+
+    It passes an all-ones attention mask (where the model takes one). Without a mask and without a
+    cache (``use_cache=False``), transformers reads every step in the position IDs other than +1 as
+    the start of a new packed sequence and masks attention across it, so the far tokens kept before
+    the local window (IDs such as 0, 1, 2, 60, 61, ...) would not be seen. All ones is right here:
+    the rows of a batch have equal length and no padding (:func:`last_token_losses` feeds the
+    sequences of ``influence._kept_sequences``, which keep equally many far positions per row).
     """
     import inspect
 
     forward = inspect.signature(getattr(model, "forward", model)).parameters
     last_only = {"logits_to_keep": 1} if "logits_to_keep" in forward else {}
-    return lambda tokens, position_ids: model(input_ids=tokens, position_ids=position_ids, **last_only).logits
+    masked = "attention_mask" in forward
+
+    def logits(tokens: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        mask = {"attention_mask": torch.ones_like(tokens)} if masked else {}
+        return model(input_ids=tokens, position_ids=position_ids, **mask, **last_only).logits
+
+    return logits
 
 
 def last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
