@@ -9,6 +9,8 @@ workflow loads it, and plan its cells and the config subset of each job.
 Every name is defined elsewhere (its docstring says how it works) and is imported here unchanged:
 ``load_config`` from :mod:`pipeline_src.config.load`, the task planning from
 :mod:`pipeline_src.planning.jobs`, the language models from :mod:`pipeline_src.language.language_jobs`.
+Tools outside this repository import these names from here (the GPU kit's paper step:
+``tests/test_outside_tools.py`` holds what it uses).
 """
 
 from .config.layers import ConfigError

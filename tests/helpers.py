@@ -25,15 +25,17 @@ import yaml
 
 from pipeline_src.planning import jobs
 from pipeline_src.planning import paths
+from pipeline_src.planning.cell_jobs import cell_jobs
 from pipeline_src.provenance.records import build_record
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.stats import wilson_interval
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, influence_schema
 from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import attach
+from pipeline_src.storage.provenance import attach, write_sidecar
 from pipeline_src.tasks import get_task
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
@@ -364,6 +366,31 @@ def influence_table(config, results, own: np.ndarray, other: np.ndarray) -> None
     path = paths.under(results, paths.INFLUENCE)
     path.parent.mkdir(parents=True, exist_ok=True)
     datasets.write(frame, path, influence_schema(cfg), {"format": "test"})
+
+
+# --- Figure 2's and 4's tables with their jobs' records (test_findings_config.py, test_provenance.py) ---
+
+def recorded_runs(results, config: dict) -> None:
+    """Figure 2's accuracy tables and Figure 4's influence table, each with the provenance records
+    ``config``'s jobs give it: the evaluation's, and upstream the evaluation set's and the model's
+    (small stand-in files with their own records)."""
+    for cell in jobs.cells(config, F2_TASK):
+        chain = {job.rule: job for job in cell_jobs(config, cell)}
+        inputs = {}
+        for role, rule in (("model", "train"), ("eval_data", "eval_data")):
+            job = chain[rule]
+            inputs[role] = path = paths.under(results, job.artifact)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"stand-in")
+            write_sidecar(path, build_record(rule, job.stage, job.spec, task=F2_TASK))
+        write_run(results, config, F2_TASK, cell["variant"], cell["scheme"], cell["seed"], flat(0.5))
+        evaluate = chain["evaluate"]
+        write_sidecar(paths.under(results, evaluate.artifact),
+                      build_record("evaluate", evaluate.stage, evaluate.spec, inputs=inputs, task=F2_TASK))
+    rng = np.random.default_rng(0)
+    influence_table(config, results, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
+    write_sidecar(paths.under(results, paths.INFLUENCE),
+                  build_record("language_influence", "language_eval", lang.influence_spec(config)))
 
 
 # --- an accuracy table of parity with a scratchpad (test_tables.py) -------------------------------

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.provenance import code_digest
-from pipeline_src.provenance.code_digest import (DRAWN_BY_NAME, PLUMBING, STAGE_COMMANDS, STAGE_ENTRIES, closure,
-                                                  entry_modules, stage_digest)
+from pipeline_src.provenance.code_digest import (DRAWN_BY_NAME, STAGE_COMMANDS, STAGE_ENTRIES, closure,
+                                                  entry_modules, plumbing, stage_digest)
 from pipeline_src.language.language_study import DRAW
 from pipeline_src.tasks import TASKS
 
@@ -132,7 +132,35 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
     assert "figures.lines" in closure(entry_modules(*STAGE_JOBS["figures"]))  # from . import lines
     assert "tasks.task" in data and "" in data  # packages run their __init__
     every = set().union(*(closure(entry_modules(*job)) for job in [*STAGE_JOBS.values(), *TASK_JOBS]))
-    assert not every & code_digest.PLUMBING
+    assert not every & plumbing()
+
+
+def test_the_plumbing_is_what_declares_itself_so():
+    """The modules left out of every digest are those with a top-level ``PLUMBING = True``: the CLI
+    and the modules recording results (named here by import, so a rename or move is followed)."""
+    from pipeline_src import cli
+    from pipeline_src.cli import commands, options, tools
+    from pipeline_src.planning import paths
+    from pipeline_src.provenance import records, verify
+    from pipeline_src.reporting import cell_status
+    from pipeline_src.storage import provenance
+
+    modules = (cli, commands, options, tools, paths, records, verify, code_digest, cell_status, provenance)
+    assert plumbing() == {code_digest._relative(module.__name__) for module in modules}
+
+
+def test_a_module_declaring_itself_plumbing_leaves_every_closure(package):
+    entries = entry_modules(*STAGE_JOBS["figures"])
+    assert "figures.lines" in closure(entries)
+    with (package / "figures" / "lines.py").open("a") as module:
+        module.write("\nPLUMBING = True  # a comment after it\n")
+    code_digest.clear_cache()
+    assert "figures.lines" in plumbing() and "figures.lines" not in closure(entries)
+
+
+def test_every_module_named_in_the_entries_exists():
+    named = {name for names in (*STAGE_ENTRIES.values(), *DRAWN_BY_NAME.values()) for name in names}
+    assert not {name for name in named if code_digest._path(name) is None}
 
 
 def test_editing_a_task_module_changes_that_tasks_jobs_only(package):
@@ -234,7 +262,7 @@ def test_each_stage_s_entries_are_what_its_cli_functions_import():
     functions = cli_functions()
     assert STAGE_COMMANDS.keys() == STAGE_ENTRIES.keys()
     for stage, commands in STAGE_COMMANDS.items():
-        imported = reached(commands, functions)[0] - PLUMBING
+        imported = reached(commands, functions)[0] - plumbing()
         entries = set(STAGE_ENTRIES[stage]) - set(DRAWN_BY_NAME.get(stage, ()))
         assert imported == entries, (f"{stage}: {sorted(imported - entries)} imported by {commands} but no entry; "
                                      f"{sorted(entries - imported)} entries that they do not import")
@@ -250,6 +278,7 @@ def test_every_cli_function_importing_pipeline_code_runs_a_stage():
     would be in no digest: every such function is reached from a stage's functions."""
     functions = cli_functions()
     run = reached([name for commands in STAGE_COMMANDS.values() for name in commands], functions)[1]
-    importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - PLUMBING}
+    plumbed = plumbing()
+    importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - plumbed}
     assert importing <= run, f"{sorted(importing - run)} import pipeline code but run no stage's jobs"
 

@@ -7,45 +7,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from pipeline_src.config.load import load_config
-from pipeline_src.planning import jobs
 from pipeline_src.planning import paths
-from pipeline_src.provenance.records import build_record
-from pipeline_src.planning.cell_jobs import cell_jobs
 from pipeline_src.cli import main
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.storage.provenance import write_sidecar
 from tests.conftest import REPO, default_config
-from tests.helpers import F2_TASK, flat, influence_table, write_run
+from tests.helpers import F2_TASK, recorded_runs
 
 SMOKE = "config/smoke.yaml"
-
-
-def recorded_runs(results, config: dict) -> None:
-    """Figure 2's accuracy tables and Figure 4's influence table, each with the provenance records
-    ``config``'s jobs give it: the evaluation's, and upstream the evaluation set's and the model's
-    (small stand-in files with their own records)."""
-    for cell in jobs.cells(config, F2_TASK):
-        chain = {job.rule: job for job in cell_jobs(config, cell)}
-        inputs = {}
-        for role, rule in (("model", "train"), ("eval_data", "eval_data")):
-            job = chain[rule]
-            inputs[role] = path = paths.under(results, job.artifact)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(b"stand-in")
-            write_sidecar(path, build_record(rule, job.stage, job.spec, task=F2_TASK))
-        write_run(results, config, F2_TASK, cell["variant"], cell["scheme"], cell["seed"], flat(0.5))
-        evaluate = chain["evaluate"]
-        write_sidecar(paths.under(results, evaluate.artifact),
-                      build_record("evaluate", evaluate.stage, evaluate.spec, inputs=inputs, task=F2_TASK))
-    rng = np.random.default_rng(0)
-    influence_table(config, results, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
-    write_sidecar(paths.under(results, paths.INFLUENCE),
-                  build_record("language_influence", "language_eval", lang.influence_spec(config)))
 
 
 def findings(results, *configfiles: str):

@@ -1,19 +1,26 @@
-"""Provenance: records, sidecars, embedded metadata and the chain from a figure back to data."""
+"""Provenance: records, sidecars, embedded metadata, the chain from a figure back to data, and the
+shipped config a figure was made with."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_file
 from pipeline_src.cli import main
+from pipeline_src.config.load import load_config
+from pipeline_src.planning import paths
+from pipeline_src.studies import study_of
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
 from pipeline_src.storage.provenance import PARQUET_KEY, read_record, sidecar_path, trace
 from pipeline_src.training.train import train
-from tests.conftest import tiny_train_spec
+from tests.conftest import REPO, tiny_train_spec
+from tests.helpers import F2_TASK, recorded_runs
 
 
 def test_canonical_json_ignores_key_order():
@@ -86,3 +93,46 @@ def test_a_model_without_its_weights_is_traced_by_its_trainings_model_json(tmp_p
     shown = CliRunner().invoke(main, ["provenance", "acc.parquet"])
     assert shown.exit_code == 0 and "[not here; its job's record, read from train/m/model.json]" in shown.output, shown.output
     assert same_job("eval/x/accuracy.parquet") == []
+
+
+def drawn(config: dict, figure: str) -> Path:
+    """``figure`` drawn by ``lengthgen plot`` as its rule draws it, from the tables of ``config``'s
+    runs that recorded_runs put under results/ (with their jobs' records)."""
+    recorded_runs(Path(paths.RESULTS), config)
+    study = study_of(figure)
+    outputs = paths.figure_files(figure)
+    Path(outputs[0]).parent.mkdir(parents=True, exist_ok=True)
+    done = CliRunner().invoke(main, ["plot", figure, "--rule", f"plot_{figure}",
+                                     "--spec", canonical_json(study.figure_spec(config, figure)),
+                                     *(f"--out={path}" for path in outputs), *study.figure_tables(config, figure)])
+    assert done.exit_code == 0, done.output
+    return Path(outputs[0])
+
+
+@pytest.fixture
+def shipped_configs(tmp_path, monkeypatch):
+    """A run's working directory with the shipped configs in config/."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config").symlink_to(REPO / "config")
+
+
+def test_a_figure_names_the_shipped_config_it_was_made_with(shipped_configs):
+    figure = drawn(load_config([Path("config/smoke.yaml")]), "figure2")
+    shown = CliRunner().invoke(main, ["provenance", str(figure)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.startswith("config: its record matches config/smoke.yaml (--configfile config/smoke.yaml)"
+                                   ", the first shipped layering that does\nresults/figures/figure2.png\n"), shown.output
+    as_json = CliRunner().invoke(main, ["provenance", "--json", str(figure)])
+    assert json.loads(as_json.output)["shipped_configfiles"] == ["config/smoke.yaml"]
+
+
+def test_a_figure_of_no_shipped_config_says_so(shipped_configs, tmp_path):
+    own = tmp_path / "own.yaml"
+    own.write_text(f"{F2_TASK}:\n  eval:\n    n_per_cell: 8\n")
+    figure = drawn(load_config([own]), "figure2")
+    shown = CliRunner().invoke(main, ["provenance", str(figure)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.startswith("config: no shipped layering (config/config.yaml alone, with one file of config/, "
+                                   "or two in either order) gives every value its record holds\n"), shown.output
+    table = CliRunner().invoke(main, ["provenance", paths.INFLUENCE])  # not a figure: no config named
+    assert table.exit_code == 0 and not table.output.startswith("config:"), table.output

@@ -4,6 +4,8 @@ them (:mod:`.tools`: status, findings, provenance, benchmarks) and their shared 
 
 import os
 
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+
 # A job's log keeps the pipeline's own progress lines: libraries' tqdm bars are off (transformers
 # draws one while it de-quantizes a GGUF model). tqdm reads this when it is first imported (torch
 # imports it), so it is set before anything else; an empty TQDM_DISABLE in the environment keeps them.

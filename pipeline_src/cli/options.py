@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+
 
 def _spec(ctx, param, value: str) -> dict:
     try:

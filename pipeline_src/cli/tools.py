@@ -13,6 +13,9 @@ from .options import CONFIGFILES, THREADS, _model_job_errors
 from ..benchmarks.sizes import SIZE as BENCHMARK_SIZE
 from ..evaluation.metrics import METRICS
 
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+
+
 @click.command("mechanism-table")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--lengths", default=None, help="Only these lengths, comma-separated (e.g. 20,40,80).")
@@ -134,6 +137,8 @@ def tensorboard(results_dir: Path, out_dir: Path) -> None:
                    "Exit status 1 if any, else print 'all N artifacts verified'.")
 def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -> None:
     """Trace ARTIFACT back through every input to its configs, seeds, code version and dataset hashes.
+    For a figure, first name the shipped config layering (the --configfile list) whose jobs give
+    every value its record holds, or say that none does.
 
     With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
@@ -145,11 +150,32 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
         _verify(artifact)
         return
     from ..planning.paths import same_job
+    from ..studies import all_figures
 
     chain = trace(artifact, stand_ins=same_job)
     if "missing" in chain:
         raise click.ClickException(chain["missing"])
-    click.echo(json.dumps(chain, indent=2) if as_json else format_trace(chain, with_config))
+    said = ""
+    if artifact.stem in all_figures():  # a figure: which shipped config it was made with, first
+        layering, said = _shipped_config(artifact.stem, chain["record"])
+        chain["shipped_configfiles"] = None if layering is None else [str(path) for path in layering]
+    click.echo(json.dumps(chain, indent=2) if as_json else said + format_trace(chain, with_config))
+
+
+def _shipped_config(figure: str, record: dict) -> tuple[tuple[Path, ...] | None, str]:
+    """The shipped layering that ``figure``'s provenance ``record`` matches first (None: none does),
+    and a line saying so."""
+    from ..config.layers import BASE_CONFIG
+    from ..reporting.judged_config import figure_match, layering_text
+
+    if not BASE_CONFIG.is_file():
+        return None, f"config: no {BASE_CONFIG} here to compare with: run from the pipeline's working directory\n"
+    layering = figure_match(figure, record)
+    if layering is None:
+        return None, ("config: no shipped layering (config/config.yaml alone, with one file of config/, or two "
+                      "in either order) gives every value its record holds\n")
+    name, option = layering_text(layering)
+    return layering, f"config: its record matches {name} ({option}), the first shipped layering that does\n"
 
 
 @click.command()

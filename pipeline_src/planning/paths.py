@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..storage.provenance import sidecar_path
 
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+
 RESULTS = "results"
 GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (pipeline_src/device.py)
 FIGURE_FORMATS = ("png", "pdf")

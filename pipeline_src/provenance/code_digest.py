@@ -20,9 +20,11 @@ module (``get_task(name).module``) and scheme modules (the scheme's ``code_modul
 declares one) join its digest with their own closures. So editing one task's generator reruns only
 that task's jobs, and a task module importing another task's module depends on both.
 
-Not part of any digest, deliberately: the CLI (:data:`PLUMBING`; it only dispatches) and the
-bookkeeping plumbing (provenance records, written and read in :mod:`pipeline_src.storage.provenance`,
-status, verification, paths and this module), which record results without changing them.
+Not part of any digest, deliberately: the plumbing, each module of which says so itself with a
+top-level ``PLUMBING = True`` (:func:`plumbing` lists them): the CLI, which only dispatches, and the
+modules that record results without changing them (provenance records, written and read in
+:mod:`pipeline_src.storage.provenance`, status, verification, paths and this module). A renamed or
+moved plumbing module stays plumbing; a new one declares it.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ from __future__ import annotations
 import ast
 import functools
 from pathlib import Path
+from typing import NamedTuple
 
 from ..storage.canonical import sha256_text
+
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 PACKAGE = "pipeline_src"
@@ -67,8 +72,7 @@ STAGE_ENTRIES = {
     "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
-PLUMBING = frozenset({"cli", "cli.commands", "cli.options", "cli.tools", "provenance.records", "reporting.cell_status",
-                      "provenance.verify", "planning.paths", "provenance.code_digest", "storage.provenance"})
+MARKER = "PLUMBING"  # a module assigning True to this name at its top level is in no digest
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:
@@ -98,25 +102,34 @@ def entry_modules(stage: str, task: str | None = None, scheme: str | None = None
 def stage_digest(stage: str, task: str | None = None, scheme: str | None = None) -> str:
     """SHA-256 over the code of every module in the import closure of the job's entry modules
     (:func:`entry_modules`), each as its relative path and comment-free syntax tree."""
-    parts = [f"{_path(name).relative_to(PACKAGE_DIR).as_posix()}\n{_parse(_path(name))[0]}"
+    parts = [f"{_path(name).relative_to(PACKAGE_DIR).as_posix()}\n{_parse(_path(name)).dump}"
              for name in sorted(closure(entry_modules(stage, task, scheme)))]
     return sha256_text("\0".join(parts))
 
 
+def plumbing() -> frozenset[str]:
+    """The modules (dotted, relative to ``pipeline_src``) that declare themselves plumbing
+    (``PLUMBING = True``): what no closure takes in."""
+    return frozenset(_module_name(path) for path in PACKAGE_DIR.rglob("*.py") if _parse(path).plumbing)
+
+
 def closure(entries: list[str] | tuple[str, ...]) -> set[str]:
     """Every module (dotted, relative to ``pipeline_src``) that importing ``entries`` imports within
-    the package, the entries and their packages included, the plumbing left out."""
+    the package, the entries and their packages included, the plumbing (:func:`plumbing`) left out."""
     found: set[str] = set()
     pending = list(entries)
     while pending:
         name = pending.pop()
-        if name in found or name in PLUMBING:
+        if name in found:
             continue
         if _path(name) is None:
             raise ModuleNotFoundError(f"{PACKAGE}.{name}: no such module under {PACKAGE_DIR}")
+        parsed = _parse(_path(name))
+        if parsed.plumbing:
+            continue
         found.add(name)
         pending.extend(_packages(name))
-        pending.extend(_parse(_path(name))[1])
+        pending.extend(parsed.imports)
     return found
 
 
@@ -150,31 +163,44 @@ def _path(name: str) -> Path | None:
     return None
 
 
-def _parse(path: Path) -> tuple[str, tuple[str, ...]]:
+class Parsed(NamedTuple):
+    """What the digests read of a module: the dump of its syntax tree without docstrings, the
+    package modules it imports, and whether it declares itself plumbing."""
+    dump: str
+    imports: tuple[str, ...]
+    plumbing: bool
+
+
+def _parse(path: Path) -> Parsed:
     """:func:`_parsed`, cached while the file's modification time and size stay the same."""
     stat = path.stat()
     return _parsed(path, stat.st_mtime_ns, stat.st_size)
 
 
+def _module_name(path: Path) -> str:
+    """The dotted module (relative to ``pipeline_src``) of the file ``path``: ``""`` for
+    pipeline_src/__init__.py, ``a`` for a/__init__.py."""
+    name = path.relative_to(PACKAGE_DIR).with_suffix("").as_posix().replace("/", ".")
+    return name.removesuffix("__init__").rstrip(".")
+
+
 @functools.cache
-def _parsed(path: Path, mtime_ns: int, size: int) -> tuple[str, tuple[str, ...]]:
-    """The dump of ``path``'s syntax tree without docstrings, and the package modules it imports
-    (one walk over the tree does both)."""
+def _parsed(path: Path, mtime_ns: int, size: int) -> Parsed:
+    """``path``'s :class:`Parsed` (one walk over the syntax tree)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except SyntaxError as err:
         raise SyntaxError(f"{path}:{err.lineno}: cannot parse for the code digest: {err.msg}") from None
-    name = path.relative_to(PACKAGE_DIR).with_suffix("").as_posix().replace("/", ".")
-    is_package = name == "__init__" or name.endswith(".__init__")
-    name = name.removesuffix("__init__").rstrip(".")
-    package = name if is_package else name.rpartition(".")[0]
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    plumbing = any(isinstance(node, ast.Assign) and ast.unparse(node) == f"{MARKER} = True" for node in tree.body)
     imports: set[str] = set()
     for node in ast.walk(tree):  # children are queued before a node is seen: editing its body is safe
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.update(_imported(node, package))
         elif isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
             node.body = node.body[1:] or [ast.Pass()]
-    return ast.dump(tree), tuple(sorted(imports))
+    return Parsed(ast.dump(tree), tuple(sorted(imports)), plumbing)
 
 
 def _imported(node: ast.Import | ast.ImportFrom, package: str) -> list[str]:

@@ -20,6 +20,8 @@ from pathlib import Path
 from ..storage.canonical import canonical_json, config_hash, sha256_file
 from .code_digest import PACKAGE_DIR, stage_digest
 
+PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
              "tokenizers", "gensim")
 

@@ -20,6 +20,9 @@ with that layering itself: the records do not name the config files, so a match 
 the jobs' specs, which leave out the fields only the figure job reads (Figure 4's bootstrap, say);
 and a verdict of another config than the one asked for could land in ``--readme`` or ``--export``
 unnoticed. One more run of the command with the named file judges the same tables knowingly.
+
+``lengthgen provenance`` names the shipped layering a figure matches the same way
+(:func:`figure_match`), from the figure's own record: its spec and what its inputs were made from.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..planning import paths
-from .landing import expected_values, value_differences, values_text
+from .landing import expected_values, figure_differences, value_differences, values_text
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..storage.provenance import upstream_values
 from .findings import FINDING_FIGURE
@@ -84,21 +87,41 @@ def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
     return [(), *((path,) for path in files), *itertools.permutations(files, 2)]
 
 
-def shipped_match(results: Path, given: tuple[Path, ...], table: Path) -> tuple[Path, ...] | None:
-    """The first shipped layering other than ``given`` whose tables under ``results`` all match it,
-    ``table`` (the one that differs from ``given``) among them; None if none does."""
+def shipped_match(accepts: Callable[[dict], bool], given: tuple[Path, ...] | None = None) -> tuple[Path, ...] | None:
+    """The first shipped layering (:func:`shipped_layerings` of ``config/``) other than ``given``
+    whose config ``accepts``; None if none does."""
     from ..config.load import load_config
 
     for layering in shipped_layerings(BASE_CONFIG.parent):
-        if layering == tuple(Path(path) for path in given):
+        if given is not None and layering == tuple(Path(path) for path in given):
             continue
         try:
             config = load_config(layering)
         except (ConfigError, ValueError):  # a pair that is no valid config together
             continue
-        if first_difference(config, results, reading=table) is None:
+        if accepts(config):
             return layering
     return None
+
+
+def layering_text(layering: tuple[Path, ...]) -> tuple[str, str]:
+    """A shipped layering as a reader names it (``config/config.yaml``, or its files) and the
+    option that runs it (``no --configfile``, or ``--configfile`` and its files)."""
+    if not layering:
+        return str(BASE_CONFIG), "no --configfile"
+    files = " ".join(str(path) for path in layering)
+    return files, f"--configfile {files}"
+
+
+def figure_match(figure: str, record: dict) -> tuple[Path, ...] | None:
+    """The first shipped layering that draws ``figure`` as its provenance ``record`` says it was
+    drawn: with the same spec, from inputs made with the config values it recorded (``made_with``;
+    :func:`pipeline_src.reporting.landing.figure_differences` finds none); None if none does."""
+    from ..studies import study_of
+
+    study = study_of(figure)
+    return shipped_match(lambda config: figure in study.figures(config)
+                         and not figure_differences(config, study, figure, record))
 
 
 def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
@@ -109,12 +132,10 @@ def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
     if found is None or not found[1]:
         return
     table, found = found
-    layering = shipped_match(results, configfiles, table)
+    layering = shipped_match(lambda other: first_difference(other, results, reading=table) is None, configfiles)
     if layering is None:
         hint = "pass the --configfile(s) these results were made with"
-    elif not layering:
-        hint = f"these results look like {BASE_CONFIG}'s: pass no --configfile"
     else:
-        files = " ".join(str(path) for path in layering)
-        hint = f"these results look like {files}'s: pass --configfile {files}"
+        name, option = layering_text(layering)
+        hint = f"these results look like {name}'s: pass {option}"
     raise ConfigMismatch(f"{found}; {hint}")
