@@ -324,7 +324,7 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     lines = out.read_text().splitlines()
     assert lines[0] == "| finding | claim | criterion | numbers | verdict |"
     assert lines[1] == "|---|---|---|---|---|"
-    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F2", "| F3", "| F4"]
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F2", "| F3", "| F4", "| F4'"]
     verdicts = [line.rstrip(" |").rsplit(" | ", 1)[1] for line in lines[2:]]
     assert verdicts[2] == judged.REPRODUCED
     assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 2)
@@ -656,3 +656,147 @@ def test_f1_across_lengths_contradicted_and_only_on_fresh_seeds(config):
     seen = f1_across(config, f1_shown_at(length), seeds=list(range(judged.F1_FRESH_FROM)))
     assert seen.verdict.startswith(f"{judged.UNDECIDED}: no results: no seed from {judged.F1_FRESH_FROM} on")
     assert not seen.comparisons
+
+
+# --- F4': own against another document's far tokens, paired per target ---
+
+PAIRED_TARGETS = 30
+
+
+def paired_pilot(seed: int, shift: float, noise: float = 0.05, n: int = PAIRED_TARGETS):
+    """Fractions (own, other) of ``n`` targets spread widely (uniform on [0, 1.6]: F4's two medians'
+    intervals overlap), own = other + ``shift`` + N(0, ``noise``) per target."""
+    rng = np.random.default_rng(seed)
+    other = rng.uniform(0.0, 1.6, n)
+    return other + shift + rng.normal(0.0, noise, n), other
+
+
+@pytest.mark.parametrize("shift, expected", [(0.1, judged.REPRODUCED), (-0.1, judged.CONTRADICTED)])
+def test_f4_paired_own_above_other_on_30_targets_is_reproduced_the_reverse_contradicted(tmp_path, config, shift,
+                                                                                         expected):
+    """Own 0.1 above (below) another document's on 30 targets, a target's two fractions moving
+    together: F4' decides where F4's two intervals of medians overlap."""
+    influence_table(config, tmp_path, *paired_pilot(0, shift))
+    found = {f.finding: f for f in judge_folder(config, tmp_path)}
+    assert found["F4'"].verdict == expected, found["F4'"].numbers
+    assert found["F4"].verdict.startswith(f"{judged.UNDECIDED}: the two intervals overlap"), found["F4"].verdict
+    assert f"{PAIRED_TARGETS} of {PAIRED_TARGETS} targets gain more than" in found["F4'"].numbers
+    assert "at k = 4, own minus another document's fraction per target: median " in found["F4'"].numbers
+
+
+def test_f4_paired_noise_is_undecided_with_the_targets_that_would_decide(tmp_path, config):
+    """Own and other equal but for noise: undecided, with the analysed targets a decision needs at the
+    measured paired spread (more than the 30 measured)."""
+    import re
+
+    influence_table(config, tmp_path, *paired_pilot(1, 0.0, noise=0.2))
+    found = row(config, tmp_path, "F4'")
+    assert found.verdict.startswith(f"{judged.UNDECIDED}: not significant (p = "), found.verdict
+    plan = re.search(r"about ([\d,]+) analysed targets would decide(, the other way)?.* \(30 now\)$", found.verdict)
+    assert plan and int(plan[1].replace(",", "")) > PAIRED_TARGETS, found.verdict
+
+
+def test_f4_paired_p_is_scipys_wilcoxon_on_the_summarys_numbers(tmp_path, monkeypatch):
+    """The summary carries each gaining target's two fractions at F4's k (the ``seed`` column: the
+    target's row), and F4''s p is scipy's one-sided signed-rank test on exactly those numbers."""
+    from scipy import stats
+
+    from pipeline_src.reporting import significance
+
+    monkeypatch.chdir(REPO)
+    config = default_config()
+    own, other = paired_pilot(2, 0.03, noise=0.1)
+    influence_table(config, tmp_path / "results", own, other)
+    summary = tmp_path / "run.csv"
+    exported(tmp_path / "results", (), summary)
+    rows = run_summary.read(summary)
+    spec = lang.figure_spec(config, "figure4")
+    k = judged.f4_k(spec)
+    fractions = rows.filter(pl.col("metric") == run_summary.FRACTION)
+    assert set(fractions["k"]) == {k} and fractions.height == 2 * PAIRED_TARGETS
+    pairs = run_summary.paired(rows, k)
+    assert pairs["target"].to_list() == list(range(PAIRED_TARGETS))
+    np.testing.assert_allclose(pairs["own"].to_numpy(), own, atol=1e-12)  # the table's fractions, to rounding
+    expected = stats.wilcoxon(pairs["own"].to_numpy(), pairs["other"].to_numpy(), alternative="greater").pvalue
+    reverse = stats.wilcoxon(pairs["own"].to_numpy(), pairs["other"].to_numpy(), alternative="less").pvalue
+    test = significance.signed_rank(pairs["own"].to_numpy(), pairs["other"].to_numpy())
+    assert (test.p, test.p_reverse) == (expected, reverse)
+    found = judged.judge("F4'", spec, rows)
+    assert f"signed-rank p = {expected:.3g} (own above), {reverse:.3g} (other above)" in found.numbers
+
+
+def test_f4_paired_from_the_summary_is_as_from_the_tables(tmp_path, config):
+    """--export then --from-summary: the same F4' (criterion, numbers, verdict), and F4 too."""
+    rng = np.random.default_rng(3)
+    other = rng.uniform(0.0, 1.6, 40)
+    influence_table(config, tmp_path, other + rng.normal(0.02, 0.1, 40), other)
+    summary = tmp_path / "run.csv"
+    from_tables = run_findings.results_rows(config, tmp_path)
+    run_summary.write(from_tables, summary)
+    again = run_findings.summary_rows(config, summary)
+    for name in ("F4", "F4'"):
+        spec, _ = run_findings.figure_specs(config)[name]
+        assert judged.judge(name, spec, again) == judged.judge(name, spec, from_tables), name
+    assert "no results" not in judged.judge("F4'", spec, again).verdict
+
+
+def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_before(tmp_path, config):
+    rng = np.random.default_rng(4)
+    influence_table(config, tmp_path, rng.uniform(0.4, 1.0, 12), rng.uniform(0.2, 0.8, 12))
+    rows = run_findings.results_rows(config, tmp_path)
+    before = rows.filter(pl.col("metric") != run_summary.FRACTION)  # what an export made before F4' holds
+    spec, _ = run_findings.figure_specs(config)["F4"]
+    assert judged.judge("F4", spec, before) == judged.judge("F4", spec, rows)
+    found = judged.judge("F4'", spec, before)
+    assert found.verdict == "undecided: no results: the summary holds no per-target fractions (made before F4')"
+    one_sided = rows.filter(~((pl.col("metric") == run_summary.FRACTION) & (pl.col("variant") == "other")
+                              & (pl.col("seed") == 5)))
+    with pytest.raises(run_summary.SummaryError, match="target 5 has no 'other' fraction"):
+        judged.judge("F4'", spec, one_sided)
+
+
+def test_the_committed_summaries_read_f4_paired_no_results(monkeypatch):
+    """docs/findings/'s summaries were exported before F4': no per-target fractions, no error."""
+    from pipeline_src.config.load import load_config
+
+    monkeypatch.chdir(REPO)
+    for summary, configfiles in (("default_run.csv", []), ("smollm2.csv", ["config/smollm2.yaml"])):
+        config = load_config(configfiles)
+        found = {f.finding: f for f in run_findings.findings(
+            config, run_findings.summary_rows(config, REPO / "docs" / "findings" / summary))}
+        assert found["F4'"].verdict == judged.undecided(f"no results: {judged.NO_PER_TARGET}"), summary
+        assert found["F4"].verdict.startswith(f"{judged.UNDECIDED}: the two intervals overlap"), summary
+
+
+def test_f4_paired_counts_only_targets_gaining_more_than_the_threshold():
+    from pipeline_src.reporting.influence_summary import paired_fractions
+
+    short = np.array([4.0, 4.0, 4.0, 4.0, 4.0])
+    long = short - np.array([1.0, 0.05, 2.0, 0.0, 0.5])  # the gains: targets 0, 2 and 4 above 0.1
+    frame = pl.DataFrame({
+        "short_loss": short, "long_loss": long,
+        "sparse_loss": pl.Series([[s - f * (s - lo)] * 3 for s, lo, f in zip(short, long, [0.1, 0.2, 0.3, 0.4, 0.5])],
+                                 dtype=pl.List(pl.Float64)),
+        "other_loss": pl.Series([[s - 0.25 * (s - lo)] * 3 for s, lo in zip(short, long)], dtype=pl.List(pl.Float64))})
+    found = paired_fractions(frame, gain_threshold=0.1, k=2)
+    assert found["target"].to_list() == [0, 2, 4]
+    np.testing.assert_allclose(found["own"].to_numpy(), [0.1, 0.3, 0.5])
+    np.testing.assert_allclose(found["other"].to_numpy(), [0.25, 0.25, 0.25])
+
+
+def test_f4_paired_plan_gives_the_signed_rank_test_its_power():
+    """The pairs planned for a mean difference of 0.3 SD (the paired t test's 70.07 over the
+    signed-rank test's efficiency 3/pi: 74), and the signed-rank test's power there, simulated over
+    2,000 draws of normal differences: 0.8 (standard error 0.009)."""
+    from scipy import stats
+
+    from pipeline_src.reporting import significance
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=40)
+    needed = significance.pairs_needed_signed_rank(0.3 + (z - z.mean()) / z.std(ddof=1))
+    assert needed == 74
+    p = stats.wilcoxon(rng.normal(0.3, 1.0, size=(2000, needed)), alternative="greater", axis=1).pvalue
+    assert 0.77 <= np.mean(p <= significance.ALPHA) <= 0.83
+    assert significance.pairs_needed_signed_rank(np.array([0.2, -0.3, 0.05])) is None  # mean below zero
+    assert significance.pairs_needed_signed_rank(np.full(3, 0.1)) == 5  # no spread: the exact test's floor

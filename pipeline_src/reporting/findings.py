@@ -17,7 +17,9 @@ evaluated length at least 1.5 (2) times it.
 
 F4 compares the median fraction of the long-context gain recovered by the target's own far tokens
 with that recovered by another document's, chosen alike (:func:`.influence_summary.recovered_gain`,
-as Figure 4 draws them): its unit is the target, and its test the two bootstrap intervals.
+as Figure 4 draws them): its unit is the target, and its test the two bootstrap intervals. F4'
+(beside it, as F1' beside F1) pairs the two per target: each gaining target's own fraction minus the
+other document's, one-sided Wilcoxon signed-rank tests (:func:`.significance.signed_rank`).
 """
 
 from __future__ import annotations
@@ -59,9 +61,11 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
     "F3": ("{task}: PPC with a scratchpad generalizes in length; a random absolute shift with a scratchpad and "
            "RoPE + PoSE with or without a scratchpad do not (the paper's panels a to d)"),
     "F4": "in real text, a few far tokens recover most of what the whole far context gives a prediction",
+    "F4'": ("in real text, judged target by target against another document's far tokens: a few far tokens "
+            "recover most of what the whole far context gives a prediction"),
 }
-FINDING_FIGURE = {"F1": "figure1", "F1'": "figure1", "F2": "figure2", "F3": "figure3",
-                  "F4": "figure4"}  # the figure each is drawn in (the first of a figure states it in its caption)
+FINDING_FIGURE = {"F1": "figure1", "F1'": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4",
+                  "F4'": "figure4"}  # the figure each is drawn in (the first of a figure states it in its caption)
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a finding the config runs nothing for
 NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
     "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
@@ -69,6 +73,7 @@ NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does n
     "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
     "F3": "the config trains no {task} model",
     "F4": "the config runs no natural-language analysis",
+    "F4'": "the config runs no natural-language analysis",
 }
 
 
@@ -302,7 +307,7 @@ def assignment_finding(spec: dict, rows: pl.DataFrame) -> Finding:
 def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F4: the fraction of the long-context gain recovered at k from the target's own far tokens,
     against the same from another document's far tokens chosen alike (the selection's null)."""
-    k = min(F4_K, spec["k_max"])
+    k = f4_k(spec)
     criterion = (f"median fraction of the gain L_short - L_long recovered by k = {k} far tokens, over targets "
                  f"gaining more than {spec['gain_threshold']:g} nats, with its 95% bootstrap interval: the "
                  "target's own far tokens' lower bound above the upper bound of another document's far tokens, "
@@ -329,6 +334,88 @@ def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     return Finding("F4", claim("F4"), criterion, numbers, found)
 
 
+def f4_k(spec: dict) -> int:
+    """The k F4 and F4' judge at: :data:`F4_K`, or the largest k analysed if smaller."""
+    return min(F4_K, spec["k_max"])
+
+
+NO_PER_TARGET = "the summary holds no per-target fractions (made before F4')"
+
+
+def language_paired_finding(spec: dict, rows: pl.DataFrame) -> Finding:
+    """F4' (written 2026-11-28, before any run judged it): per target gaining more than the gain
+    threshold (L_short - L_long, which involves no selection), its own far tokens' recovered fraction
+    minus another document's at F4's k; one-sided Wilcoxon signed-rank tests over those targets."""
+    from .influence_summary import paired_difference
+
+    k, threshold = f4_k(spec), spec["gain_threshold"]
+    criterion = (f"per target gaining more than {threshold:g} nats from its far context (the gain L_short - "
+                 f"L_long, which involves no selection of tokens), the fraction of that gain recovered by k = {k} "
+                 "of its own far tokens minus that recovered by as many of another document's far tokens, chosen "
+                 "the same way; a one-sided Wilcoxon signed-rank test over those targets (scipy's wilcoxon, own "
+                 "above other), with the median difference's 95% bootstrap interval: reproduced when p <= "
+                 f"{significance.ALPHA:g}; contradicted when the reverse one-sided p <= {significance.ALPHA:g}; "
+                 "else undecided, with the analysed targets that would decide at the measured paired spread "
+                 "(paired t test power "
+                 f"{significance.POWER:g} at alpha {significance.ALPHA:g}, over the signed-rank test's asymptotic "
+                 "relative efficiency 3/pi, targets gaining at the measured rate).")
+    analysed = run_summary.targets(rows)
+    if analysed is None:
+        return Finding("F4'", claim("F4'"), criterion, "no influence table",
+                       undecided("no results: no influence table"))
+    own_gain = run_summary.gain(rows, run_summary.OWN, k)
+    if not own_gain:
+        return Finding("F4'", claim("F4'"), criterion, f"no numbers at k = {k}",
+                       undecided(f"no results: no numbers at k = {k}"))
+    gaining = int(own_gain["n_targets"])
+    targets = f"{gaining} of {analysed} targets gain more than {threshold:g} nats"
+    if gaining == 0:
+        return Finding("F4'", claim("F4'"), criterion, f"{targets}: nothing to recover",
+                       undecided("no target gains from its far context"))
+    pairs = run_summary.paired(rows, k)
+    if pairs.height == 0:
+        return Finding("F4'", claim("F4'"), criterion,
+                       f"{targets}; no per-target fractions at k = {k} (a summary made before F4')",
+                       undecided(f"no results: {NO_PER_TARGET}"))
+    if pairs.height != gaining:
+        raise run_summary.SummaryError(f"Figure 4's rows hold {pairs.height} targets' fractions at k = {k} for "
+                                       f"{gaining} gaining targets; export the summary again")
+    own, other = pairs[run_summary.OWN].to_numpy(), pairs[run_summary.OTHER].to_numpy()
+    test = significance.signed_rank(own, other)
+    median, low, high = paired_difference(own, other, n_boot=spec["n_boot"], seed=spec["seed"])
+    spread = f"SD {test.sd:.2f}" if test.sd is not None else "no SD"
+    numbers = (f"{targets}; at k = {k}, own minus another document's fraction per target: median {median:+.2f} "
+               f"[{low:+.2f}, {high:+.2f}] (95% bootstrap), mean {test.mean:+.2f} ({spread}), own above on "
+               f"{test.positive} of {test.n}; signed-rank p = {test.p:.3g} (own above), {test.p_reverse:.3g} "
+               "(other above)")
+    if test.p <= significance.ALPHA:
+        found = REPRODUCED
+    elif test.p_reverse <= significance.ALPHA:
+        found = CONTRADICTED
+    else:
+        found = undecided(f"not significant (p = {test.p:.3g} own above, {test.p_reverse:.3g} other above, "
+                          f"{gaining} targets); " + paired_targets_needed(own - other, analysed))
+    return Finding("F4'", claim("F4'"), criterion, numbers, found)
+
+
+def paired_targets_needed(differences, analysed: int) -> str:
+    """How many targets to analyse for F4''s signed-rank test to decide at the measured paired spread,
+    whichever way the mean difference lies (:func:`.significance.pairs_needed_signed_rank`: gaining
+    targets), scaled to analysed targets at the measured rate of gaining ones."""
+    gaining, mean = len(differences), float(differences.mean())
+    if mean == 0:
+        return "the mean paired difference is zero: no number of targets would decide"
+    needed = significance.pairs_needed_signed_rank(differences if mean > 0 else -differences)
+    if needed is None:
+        return "one gaining target measures no paired spread to plan with"
+    way = "" if mean > 0 else ", the other way (own below another document's: a contradiction)"
+    if needed <= gaining:
+        return (f"the measured paired spread plans {needed} gaining targets, {gaining} were tested: more targets "
+                f"would decide{way}")
+    return (f"about {math.ceil(needed * analysed / gaining):,} analysed targets would decide{way} at the measured "
+            f"paired spread ({analysed} now)")
+
+
 def targets_needed(own: dict, other: dict, analysed: int) -> str:
     """How many targets to analyse for F4's two intervals to part at the measured spread, whichever
     way the medians lie: an interval's half-width shrinks as 1 / sqrt(targets gaining), so they part
@@ -350,7 +437,7 @@ def interval(row: dict) -> str:
 
 
 JUDGES = {"F1": sparse_parity_finding, "F1'": sparse_parity_across_lengths, "F2": parity_finding,
-          "F3": assignment_finding, "F4": language_finding}
+          "F3": assignment_finding, "F4": language_finding, "F4'": language_paired_finding}
 
 
 def judge(name: str, spec: dict | None, rows: pl.DataFrame, task: str = "") -> Finding:

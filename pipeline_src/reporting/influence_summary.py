@@ -1,8 +1,10 @@
 """The summary statistics of the influence table that Figure 4, our PoSE figure and
 ``lengthgen findings`` read: per target and k, the fraction of the long-context gain that k
 influential far tokens (or a null baseline's k tokens) recover; its median over targets with a
-bootstrap interval (:func:`recovered_gain`); and the k a target needs to recover a given fraction
-(:func:`tokens_needed`).
+bootstrap interval (:func:`recovered_gain`); the k a target needs to recover a given fraction
+(:func:`tokens_needed`); and, for F4' (a paired test per target), each gaining target's own and other
+fractions at one k (:func:`paired_fractions`) and the median of their difference with its bootstrap
+interval (:func:`paired_difference`).
 
 They read the table only (no torch, no model), and the analysis that writes the table does not import
 them: editing a statistic redraws the figures and reruns no language model.
@@ -85,3 +87,40 @@ def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float, n_boot: int = 
         "ci_low": pl.Series(low, dtype=pl.Float64),
         "ci_high": pl.Series(high, dtype=pl.Float64),
     })
+
+
+def paired_fractions(frame: pl.DataFrame, *, gain_threshold: float, k: int) -> pl.DataFrame:
+    """F4''s per-target numbers: for each target whose gain L_short - L_long (measured before any far
+    token is selected, so the same targets for both sides) exceeds ``gain_threshold``, the fraction of
+    that gain recovered at ``k`` by its own influential far tokens (``own``, ``sparse_loss``) and by
+    another document's far tokens chosen alike (``other``, ``other_loss``). Columns ``target`` (the
+    target's row in the influence table, from 0), ``own``, ``other``; in table order."""
+    if not gain_threshold >= 0:
+        raise InfluenceError(f"gain_threshold must be >= 0 (the fractions divide by the gain), got {gain_threshold}")
+    k_max = _float_matrix(frame["sparse_loss"]).shape[1]
+    if not 1 <= k <= k_max:
+        raise InfluenceError(f"k must lie in 1..{k_max} (the table's k_max), got {k}")
+    gaining = (frame["short_loss"] - frame["long_loss"]).to_numpy() > gain_threshold
+    chosen = frame.filter(pl.Series(gaining))
+    return pl.DataFrame({
+        "target": pl.Series(np.flatnonzero(gaining), dtype=pl.Int64),
+        "own": pl.Series(gain_fractions(chosen, "sparse_loss")[:, k - 1], dtype=pl.Float64),
+        "other": pl.Series(gain_fractions(chosen, "other_loss")[:, k - 1], dtype=pl.Float64),
+    })
+
+
+def paired_difference(own: np.ndarray, other: np.ndarray, *, n_boot: int, seed: int,
+                      level: float = 0.95) -> tuple[float, float, float]:
+    """The median over targets of ``own - other`` (each target's two fractions), with its percentile
+    bootstrap interval at ``level``: ``n_boot`` resamples of the targets drawn with ``seed`` exactly as
+    :func:`recovered_gain` draws them (so the same resamples as F4's two intervals). NaNs where there
+    are no targets."""
+    if n_boot < 1:
+        raise InfluenceError(f"n_boot must be >= 1, got {n_boot}")
+    differences = np.asarray(own, dtype=np.float64) - np.asarray(other, dtype=np.float64)
+    n = len(differences)
+    if n == 0:
+        return np.nan, np.nan, np.nan
+    resamples = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    low, high = np.quantile(np.median(differences[resamples], axis=1), [(1 - level) / 2, (1 + level) / 2])
+    return float(np.median(differences)), float(low), float(high)

@@ -10,6 +10,11 @@ one row per task, variant, scheme, seed, k, length and metric, with its ``value`
   ``ci_low``, ``ci_high``, ``n_targets``); the targets analysed (metric ``targets``); and the
   figure-spec fields the bootstrap ran with (:data:`BOOTSTRAP`, metric ``spec.<field>``), since the
   numbers hold for those only.
+* F4''s paired test (task ``language``, metric :data:`FRACTION`): per target that gains more than
+  the gain threshold (L_short - L_long), its own fraction (variant ``own``) and another document's
+  (``other``) at F4's k only (``k``: :func:`.findings.f4_k`). **The ``seed`` column holds the
+  target's row in the influence table (from 0)**, not a seed: it pairs a target's two rows. A
+  summary made before F4' has no such rows (F4' reads "no results" there; F4 is judged as before).
 
 A figure job builds these rows from its own inputs (its caption states its finding), ``lengthgen
 findings`` from a results folder; ``--export`` writes them as CSV (floats written to round-trip
@@ -31,6 +36,7 @@ ORDER = ["task", "variant", "scheme", "seed", "k", "length", "metric"]  # rows s
 OWN, OTHER = "own", "other"
 GAIN_COLUMNS = {OWN: "sparse_loss", OTHER: "other_loss"}  # the influence table's loss column of each
 GAIN_METRICS = ("n_targets", "median", "ci_low", "ci_high")
+FRACTION = "fraction"  # a gaining target's recovered fraction at F4's k (F4'; ``seed``: the target's row)
 TARGETS = "targets"
 BOOTSTRAP = ("gain_threshold", "n_boot", "seed")  # Figure 4's spec fields the numbers were computed with
 
@@ -65,7 +71,8 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     from ..language.influence_config import InfluenceConfig
     from ..language.influence_table import influence_schema
     from ..storage import datasets
-    from .influence_summary import recovered_gain
+    from .findings import f4_k
+    from .influence_summary import paired_fractions, recovered_gain
 
     frame = datasets.read(influence, influence_schema(InfluenceConfig(context=spec["context"], local=spec["local"],
                                                                       k_max=spec["k_max"])))
@@ -74,9 +81,13 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
              for variant, column in GAIN_COLUMNS.items()]
     long = (pl.concat(gains).with_columns(pl.col("n_targets").cast(pl.Float64))
             .unpivot(list(GAIN_METRICS), index=["variant", "k"], variable_name="metric", value_name="value"))
+    k = f4_k(spec)
+    per_target = (paired_fractions(frame, gain_threshold=spec["gain_threshold"], k=k)
+                  .unpivot([OWN, OTHER], index="target", variable_name="variant", value_name="value")
+                  .rename({"target": "seed"}).with_columns(k=pl.lit(k), metric=pl.lit(FRACTION)))
     made_with = [(f"spec.{field}", float(spec[field])) for field in BOOTSTRAP]
     whole = pl.DataFrame([(TARGETS, float(frame.height)), *made_with], schema=["metric", "value"], orient="row")
-    return canonical(pl.concat([long, whole], how="diagonal").with_columns(task=pl.lit(LANGUAGE)))
+    return canonical(pl.concat([long, per_target, whole], how="diagonal").with_columns(task=pl.lit(LANGUAGE)))
 
 
 def figure_rows(spec: dict, inputs: list[Path]) -> pl.DataFrame:
@@ -93,8 +104,25 @@ def figure_rows(spec: dict, inputs: list[Path]) -> pl.DataFrame:
 
 def gain(rows: pl.DataFrame, variant: str, k: int) -> dict[str, float]:
     """Figure 4's numbers of ``variant`` (:data:`OWN` or :data:`OTHER`) at ``k``: metric -> value."""
-    found = rows.filter((pl.col("task") == LANGUAGE) & (pl.col("variant") == variant) & (pl.col("k") == k))
+    found = rows.filter((pl.col("task") == LANGUAGE) & (pl.col("variant") == variant) & (pl.col("k") == k)
+                        & pl.col("metric").is_in(GAIN_METRICS))
     return dict(zip(found["metric"], found["value"]))
+
+
+def paired(rows: pl.DataFrame, k: int) -> pl.DataFrame:
+    """F4''s per-target fractions at ``k`` (:data:`FRACTION` rows): columns ``target``, ``own``,
+    ``other``, one row per gaining target in target order; no rows in a summary made before F4'. A
+    SummaryError where a target has one side only."""
+    found = rows.filter((pl.col("task") == LANGUAGE) & (pl.col("metric") == FRACTION) & (pl.col("k") == k))
+    sides = {variant: found.filter(pl.col("variant") == variant).select(target="seed", **{variant: "value"})
+             for variant in (OWN, OTHER)}
+    both = sides[OWN].join(sides[OTHER], on="target", how="full", coalesce=True).sort("target")
+    lone = both.filter(pl.col(OWN).is_null() | pl.col(OTHER).is_null())
+    if lone.height:
+        missing = OWN if lone[OWN][0] is None else OTHER
+        raise SummaryError(f"Figure 4's per-target fractions at k = {k}: target {lone['target'][0]} has no "
+                           f"{missing!r} fraction; export the summary again")
+    return both.select("target", OWN, OTHER)
 
 
 def targets(rows: pl.DataFrame) -> int | None:

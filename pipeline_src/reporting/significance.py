@@ -350,3 +350,75 @@ def finding_power(structure: Structure, effect: float, seeds: int, draws: int = 
     given ``seed``: the table in docs/findings.md ("The power of a whole finding's verdict") is these
     numbers to 2 decimals, 3 findings x 2 effects x 2 seed counts in about 5 s on a busy core."""
     return float(np.mean(reproduced_draws(structure, simulate(structure, effect, seeds, draws, seed))))
+
+
+# --- F4': one paired comparison over targets (a Wilcoxon signed-rank test) ---
+
+# The signed-rank test's asymptotic relative efficiency against the t test where the paired
+# differences are normal (Hodges and Lehmann 1956): it needs 1 / (3 / pi), about 1.05 times the t
+# test's units for the same power; for any distribution the efficiency is at least 0.864, and above 1
+# for heavy tails.
+SIGNED_RANK_ARE = 3 / math.pi
+
+
+@dataclass(frozen=True)
+class SignedRank:
+    """One-sided Wilcoxon signed-rank tests of paired differences ``a - b`` (one pair per unit):
+    ``p`` of a above b, ``p_reverse`` of b above a (scipy's ``wilcoxon`` with its defaults: zero
+    differences dropped, exact null distribution up to 50 pairs without ties)."""
+
+    n: int  # pairs
+    positive: int  # pairs with a above b
+    mean: float  # of a - b
+    sd: float | None  # of a - b (ddof 1; None: one pair)
+    p: float
+    p_reverse: float
+
+
+def signed_rank(a, b) -> SignedRank:
+    """The paired one-sided signed-rank tests of ``a`` above ``b`` and the other way (p 1 both ways
+    where every difference is zero: nothing to rank)."""
+    from scipy import stats
+
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if not len(d):
+        raise ValueError("a signed-rank test needs at least one pair")
+    if np.any(d != 0):
+        p = float(stats.wilcoxon(a, b, alternative="greater").pvalue)
+        p_reverse = float(stats.wilcoxon(a, b, alternative="less").pvalue)
+    else:
+        p = p_reverse = 1.0
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else None
+    return SignedRank(len(d), int(np.sum(d > 0)), float(np.mean(d)), sd, p, p_reverse)
+
+
+def pairs_needed_signed_rank(differences, alpha: float = ALPHA) -> int | None:
+    """Pairs for a one-sided signed-rank test at ``alpha`` to find the measured mean of
+    ``differences`` (a - b per pair) with power :data:`POWER`, were the spread as measured: the pairs
+    a one-sided paired t test needs (statsmodels' ``TTestPower`` at effect d = mean / SD), over
+    :data:`SIGNED_RANK_ARE`; never below the exact test's floor (5 pairs: 1 / 2^5 <= 0.05). None where
+    the mean is not above zero or one pair measures no spread."""
+    from statsmodels.stats.power import TTestPower
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+    d = np.asarray(differences, dtype=np.float64)
+    mean = float(np.mean(d)) if len(d) else 0.0
+    if mean <= 0 or len(d) < 2:
+        return None
+    floor, sd = fewest_seeds(True, alpha), float(np.std(d, ddof=1))
+    effect = mean / sd if sd > 0 else math.inf
+    analysis = TTestPower()
+    if not math.isfinite(effect):
+        return floor
+    at_floor = float(analysis.power(effect, floor * SIGNED_RANK_ARE, alpha, alternative="larger"))
+    if not at_floor < POWER:  # NaN: an effect so large that the noncentral t overflows (power 1)
+        return floor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        found = float(np.squeeze(analysis.solve_power(effect_size=effect, alpha=alpha, power=POWER,
+                                                      alternative="larger")))
+    if not math.isfinite(found):  # statsmodels' solver failed: the normal approximation, close for many pairs
+        from scipy import stats
+
+        found = ((stats.norm.ppf(1 - alpha) + stats.norm.ppf(POWER)) / effect) ** 2
+    return max(floor, math.ceil(float(found) / SIGNED_RANK_ARE))
