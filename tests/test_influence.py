@@ -1,6 +1,7 @@
 """Tests for the influential-token analysis (pipeline_src.language: influence, targets, logits): target
-draw, losses at original positions, greedy and top-k selection (batched == one at a time), the null
-baselines, the key-token flag and the schema."""
+draw, losses at original positions, greedy, top-k and greedy-by-KL selection (batched == one at a
+time), the null baselines, the key-token flag and the schema. The selection by KL's own tests:
+tests/test_influence_kl.py."""
 
 import math
 
@@ -99,7 +100,7 @@ def test_dropped_tokens_keep_their_position_ids():
 
 # ---------------------------------------------------------------- batched == one at a time
 
-@pytest.mark.parametrize("selection", ["greedy", "topk"])
+@pytest.mark.parametrize("selection", ["greedy", "topk", "greedy_kl"])
 @pytest.mark.parametrize("batch_size", [7, 64])  # rows split across forwards; several targets per batch
 def test_batched_equals_reference(selection, batch_size):
     cfg = InfluenceConfig(**SMALL, selection=selection, batch_size=batch_size)
@@ -136,7 +137,7 @@ class OneTokenOracle:
         return logits
 
 
-@pytest.mark.parametrize("selection", ["greedy", "topk"])
+@pytest.mark.parametrize("selection", ["greedy", "topk", "greedy_kl"])
 def test_greedy_finds_the_one_influential_token(selection):
     cfg = InfluenceConfig(**SMALL, selection=selection)
     targets = small_targets(cfg).with_columns(target=pl.lit(7, dtype=pl.Int32))

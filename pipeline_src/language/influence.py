@@ -15,8 +15,13 @@ kept token. Three kinds of loss (cross-entropy of ``x_t``, in nats):
 Influential tokens are chosen greedily: J_1 = argmin over far ``j`` of L_short,sparse({j}); each
 next pick minimises the loss given the picks so far, up to ``k_max``. With
 ``selection="topk"`` the far tokens are ranked once by their single-token loss and J_k is the
-top k. Ties always go to the smallest position. The "key token" flag of Fang et al. (2024) marks
-targets with L_short - L_long > 2 and L_long < 2.
+top k. With ``selection="greedy_kl"`` the search never looks at ``x_t``: each next pick is the far
+token that brings the next-token distribution given the local window plus the picks closest to the
+full context's, by KL(p_long || p_local+J) over the vocabulary at the last position (p_long from
+L_long's forward; the candidates' distributions from the very forwards that give their losses, one
+forward's at a time); ``sparse_loss`` is then the loss of ``x_t`` on the sets so chosen. The same
+forwards as greedy, so about the same cost. Ties always go to the smallest position. The "key token"
+flag of Fang et al. (2024) marks targets with L_short - L_long > 2 and L_long < 2.
 
 Choosing J to minimise the target's own loss selects, so part of the gain J recovers may be
 selection alone. Two null baselines measure how much, on the same targets and local windows:
@@ -27,6 +32,12 @@ selection alone. Two null baselines measure how much, on the same targets and lo
   target's context (the next target in the frame from another document: ``other_doc``,
   ``other_t``), each at the same position ID, before the target's own local window. These tokens
   carry no information about the target; whatever they win back is what selection alone achieves.
+  With ``greedy_kl`` the divergence is to the *target's own* p_long (the reference the target's own
+  far tokens are chosen towards), so the null asks how close uninformative tokens get to it.
+
+Selecting by the loss of ``x_t`` and reporting that loss is a winner's curse: the null recovers about
+as much as the own far tokens (SmolLM2, docs/language.md). ``greedy_kl`` chooses without the label,
+so the loss it reports is an honest estimate for the sets it chose.
 
 Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
 sorted by position), so the candidates of one step, for several targets at once, go through the
@@ -53,7 +64,7 @@ from torch import nn
 
 from .influence_config import InfluenceConfig, InfluenceError
 from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS
-from .logits import LogitsFn, as_logits_fn, last_token_losses
+from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses
 from .targets import target_contexts
 
 ProgressFn = Callable[[int, int], None]
@@ -82,6 +93,10 @@ def _kept_sequences(contexts: np.ndarray, owner: np.ndarray, far_kept: np.ndarra
 Losses = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(owner [rows], far_kept bool [rows, far]) -> the loss of each row's sequence, float64 [rows]."""
 
+Scores = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""(owner [rows], far_kept bool [rows, far]) -> (criterion, loss), both float64 [rows]: what the
+selection minimises for each row's sequence, and the loss of the row's target given it."""
+
 
 def _scorer(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg: InfluenceConfig, device) -> Losses:
     """Losses of sequences cut from ``contexts`` [G, Lbar]: row r keeps the far positions
@@ -92,59 +107,97 @@ def _scorer(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg:
     return losses
 
 
+def _selection_scores(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg: InfluenceConfig,
+                      device, reference: torch.Tensor | None) -> Scores:
+    """What the selection of ``cfg.selection`` minimises over sequences cut from ``contexts`` (as
+    :func:`_scorer`), with the loss of the target: by loss (``greedy``, ``topk``; ``reference`` None)
+    the loss itself; by divergence (``greedy_kl``) KL(reference[owner[r]] || p_r), ``reference``
+    the log-probabilities of the G targets' full contexts [G, V], from the same forwards."""
+    if (cfg.selection == "greedy_kl") != (reference is not None):
+        raise InfluenceError(f"selection {cfg.selection!r} with{'' if reference is not None else 'out'} "
+                             "reference distributions (greedy_kl needs them, the others take none)")
+    if reference is None:
+        losses = _scorer(logits_fn, contexts, targets, cfg, device)
+
+        def by_loss(owner: np.ndarray, far_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            loss = losses(owner, far_kept)
+            return loss, loss
+        return by_loss
+
+    def by_divergence(owner: np.ndarray, far_kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tokens, positions = _kept_sequences(contexts, owner, far_kept, cfg.local)
+        loss, divergence = last_token_divergences(logits_fn, tokens, positions, targets[owner], reference, owner,
+                                                  cfg.batch_size, device)
+        return divergence, loss
+    return by_divergence
+
+
 def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray,
-                     cfg: InfluenceConfig, device) -> dict[str, np.ndarray]:
-    """Batched analysis of a group of targets (contexts [G, Lbar], targets [G])."""
+                     cfg: InfluenceConfig, device) -> tuple[dict[str, np.ndarray], torch.Tensor | None]:
+    """Batched analysis of a group of targets (contexts [G, Lbar], targets [G]), and the reference
+    distributions of the selection by divergence (the full contexts' next-token log-probabilities
+    [G, V], from L_long's forward; None for the selections by loss)."""
     G, far = len(targets), cfg.far
     everyone = np.arange(G)
     losses = _scorer(logits_fn, contexts, targets, cfg, device)
-    long_loss = losses(everyone, np.ones((G, far), dtype=bool))
+    reference = None
+    if cfg.selection == "greedy_kl":
+        tokens, positions = _kept_sequences(contexts, everyone, np.ones((G, far), dtype=bool), cfg.local)
+        long_loss, reference = last_token_log_probs(logits_fn, tokens, positions, targets, cfg.batch_size, device)
+    else:
+        long_loss = losses(everyone, np.ones((G, far), dtype=bool))
     short_loss = losses(everyone, np.zeros((G, far), dtype=bool))
-    return {"long_loss": long_loss, "short_loss": short_loss, **_select(losses, G, cfg)}
+    scores = _selection_scores(logits_fn, contexts, targets, cfg, device, reference)
+    return {"long_loss": long_loss, "short_loss": short_loss, **_select(scores, G, cfg)}, reference
 
 
-def _select(losses: Losses, G: int, cfg: InfluenceConfig) -> dict[str, np.ndarray]:
+def _select(scores: Scores, G: int, cfg: InfluenceConfig) -> dict[str, np.ndarray]:
     """The influential far tokens of G targets (``chosen`` [G, k_max]) and their losses
-    (``sparse_loss`` [G, k_max]), by ``cfg.selection``; ``losses(owner, far_kept)`` scores one
-    sequence per row."""
+    (``sparse_loss`` [G, k_max]: the loss of the target given the local window and the first k
+    chosen), by ``cfg.selection``; ``scores(owner, far_kept)`` scores one sequence per row
+    (criterion, loss)."""
     far, everyone = cfg.far, np.arange(G)
     chosen = np.zeros((G, cfg.k_max), dtype=np.int64)
     sparse = np.zeros((G, cfg.k_max), dtype=np.float64)
 
-    def single_token_step(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def single_token_step(kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Try every far position not yet kept, one at a time, on top of ``kept`` [G, far]:
-        returns (candidates [G, n], losses [G, n]), candidates ascending in each row."""
+        returns (candidates [G, n], criteria [G, n], losses [G, n]), candidates ascending in each row."""
         n = far - int(kept[0].sum())
         candidates = np.nonzero(~kept)[1].reshape(G, n)
         trial = np.repeat(kept, n, axis=0)  # row g * n + i: target g with candidate i added
         trial[np.arange(G * n), candidates.ravel()] = True
-        return candidates, losses(np.repeat(everyone, n), trial).reshape(G, n)
+        criterion, loss = scores(np.repeat(everyone, n), trial)
+        return candidates, criterion.reshape(G, n), loss.reshape(G, n)
 
     kept = np.zeros((G, far), dtype=bool)
-    if cfg.selection == "greedy":
+    if cfg.selection in ("greedy", "greedy_kl"):  # by the loss itself, or by KL to the full context's
         for k in range(cfg.k_max):
-            candidates, tried = single_token_step(kept)
-            best = tried.argmin(axis=1)  # the first minimum: ties go to the smallest position
+            candidates, criterion, tried = single_token_step(kept)
+            best = criterion.argmin(axis=1)  # the first minimum: ties go to the smallest position
             chosen[:, k] = candidates[everyone, best]
             sparse[:, k] = tried[everyone, best]
             kept[everyone, chosen[:, k]] = True
     else:  # topk: rank once by the single-token loss (a stable sort keeps ties in position order)
-        candidates, tried = single_token_step(kept)
+        candidates, _, tried = single_token_step(kept)
         order = np.argsort(tried, axis=1, kind="stable")[:, :cfg.k_max]
         chosen[:] = np.take_along_axis(candidates, order, axis=1)
         sparse[:, 0] = tried[everyone, order[:, 0]]
         kept[everyone, chosen[:, 0]] = True
         for k in range(1, cfg.k_max):  # J_k = the k best single tokens, together
             kept[everyone, chosen[:, k]] = True
-            sparse[:, k] = losses(everyone, kept)
+            sparse[:, k] = scores(everyone, kept)[1]
     return {"sparse_loss": sparse, "chosen": chosen}
 
 
 def _null_baselines(logits_fn: LogitsFn, contexts: np.ndarray, others: np.ndarray, targets: np.ndarray,
-                    draws: np.ndarray, cfg: InfluenceConfig, device) -> dict[str, np.ndarray]:
+                    draws: np.ndarray, cfg: InfluenceConfig, device,
+                    reference: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """The two baselines of a group of targets: ``random_loss`` (the mean loss over the random
     draws ``draws`` [G, null_draws, far] of the first k of each permutation) and ``other_loss`` (the
-    selection run over ``others`` [G, Lbar], the contexts with another target's far tokens)."""
+    selection run over ``others`` [G, Lbar], the contexts with another target's far tokens; by
+    divergence, towards ``reference``: the *target's own* full-context distributions, as for its
+    own far tokens)."""
     G, far = len(targets), cfg.far
     own = _scorer(logits_fn, contexts, targets, cfg, device)
     owner = np.repeat(np.arange(G), cfg.null_draws)  # row (g, draw)
@@ -153,7 +206,7 @@ def _null_baselines(logits_fn: LogitsFn, contexts: np.ndarray, others: np.ndarra
         kept = np.zeros((G, cfg.null_draws, far), dtype=bool)
         np.put_along_axis(kept, draws[:, :, :k], True, axis=2)
         random[:, k - 1] = own(owner, kept.reshape(-1, far)).reshape(G, cfg.null_draws).mean(axis=1)
-    other = _select(_scorer(logits_fn, others, targets, cfg, device), G, cfg)
+    other = _select(_selection_scores(logits_fn, others, targets, cfg, device, reference), G, cfg)
     return {"random_loss": random, "other_loss": other["sparse_loss"]}
 
 
@@ -251,9 +304,9 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     for start in range(0, len(target_tokens), group):
         stop = min(start + group, len(target_tokens))
         span = slice(start, stop)
-        parts.append({**_group_influence(fn, contexts[span], target_tokens[span], cfg, device),
-                      **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
-                                        cfg, device)})
+        own, reference = _group_influence(fn, contexts[span], target_tokens[span], cfg, device)
+        parts.append({**own, **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
+                                               cfg, device, reference)})
         crossed = stop // report_every > start // report_every or stop == len(target_tokens)
         if progress is not None and (crossed or time.monotonic() - reported >= report_seconds):
             progress(stop, len(target_tokens))

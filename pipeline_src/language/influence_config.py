@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..model_config import POSITIVE_INT, Declared, check_declared, declared
 
-SELECTIONS = ("greedy", "topk")
+SELECTIONS = ("greedy", "topk", "greedy_kl")
 
 
 class InfluenceError(ValueError):
@@ -25,7 +25,10 @@ class InfluenceConfig(Declared):
                           config=False)
     k_max: int = declared(POSITIVE_INT, "influential tokens chosen per target", 8)
     selection: str = declared({"enum": list(SELECTIONS)}, "greedy: each next token the one that lowers the loss "
-                              "most given those chosen; topk: the k tokens with the largest single-token gains", "greedy")
+                              "most given those chosen; topk: the k tokens with the largest single-token gains; "
+                              "greedy_kl: each next token the one that brings the next-token distribution closest "
+                              "to the full context's (KL over the vocabulary), never looking at the target token, "
+                              "so no winner's curse; the same forwards as greedy", "greedy")
     n_targets: int = declared(POSITIVE_INT, "targets drawn from the held-out documents", 128)
     seed: int = declared({"type": "integer", "minimum": 0}, "seed of the target draw", 0)
     batch_size: int = declared(POSITIVE_INT, "sequences per forward pass (speed and memory only)", 64)

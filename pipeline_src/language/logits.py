@@ -5,7 +5,10 @@ A :data:`LogitsFn` maps ``(tokens, position_ids)`` (long [B, T]) to token logits
 module called as ``model(tokens, position_ids)``), or another causal LM through a small adapter
 such as :func:`hf_logits_fn` for a Hugging Face model. :func:`last_token_losses` scores the token
 after the last position of each sequence: the target losses of every language model and every loss
-of the influential-token analysis (:mod:`.influence`).
+of the influential-token analysis (:mod:`.influence`). For the analysis' selection by divergence
+(``selection="greedy_kl"``), :func:`last_token_log_probs` also keeps the next-token distributions
+of a few rows (the full contexts'), and :func:`last_token_divergences` scores each row's distribution
+against one of them (KL), from the same forwards as the losses.
 """
 
 from typing import Callable
@@ -80,6 +83,18 @@ def hf_logits_fn(model) -> LogitsFn:
     return logits
 
 
+def _last_logits(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray, device) -> torch.Tensor:
+    """The logits of the last position (float64 [rows, V]) of one forward of ``tokens`` at ``positions``."""
+    tok = torch.as_tensor(tokens, dtype=torch.long, device=device)
+    pos = torch.as_tensor(positions, dtype=torch.long, device=device)
+    logits = logits_fn(tok, pos)
+    if logits.dim() != 3 or logits.shape[0] != tok.shape[0] or logits.shape[1] not in (1, tok.shape[1]):
+        raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
+                             f"shape {tuple(tok.shape)}; expected [B, T, vocab] (or [B, 1, vocab]: "
+                             "the last position only)")
+    return logits[:, -1].double()
+
+
 def last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
                       targets: np.ndarray, batch_size: int, device) -> np.ndarray:
     """Cross-entropy (float64 [rows]) of ``targets[r]`` predicted at the last position of row r of
@@ -89,14 +104,59 @@ def last_token_losses(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.nda
     with torch.inference_mode():
         for start in range(0, len(tokens), batch_size):
             stop = start + batch_size
-            tok = torch.as_tensor(tokens[start:stop], dtype=torch.long, device=device)
-            pos = torch.as_tensor(positions[start:stop], dtype=torch.long, device=device)
-            logits = logits_fn(tok, pos)
-            if logits.dim() != 3 or logits.shape[0] != tok.shape[0] or logits.shape[1] not in (1, tok.shape[1]):
-                raise InfluenceError(f"the model gave logits of shape {tuple(logits.shape)} for tokens of "
-                                     f"shape {tuple(tok.shape)}; expected [B, T, vocab] (or [B, 1, vocab]: "
-                                     "the last position only)")
+            logits = _last_logits(logits_fn, tokens[start:stop], positions[start:stop], device)
             y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
-            loss = F.cross_entropy(logits[:, -1].double(), y, reduction="none")
-            losses[start:start + len(tok)] = loss.cpu().numpy()
+            loss = F.cross_entropy(logits, y, reduction="none")
+            losses[start:start + len(logits)] = loss.cpu().numpy()
     return losses
+
+
+def last_token_log_probs(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray,
+                         targets: np.ndarray, batch_size: int, device) -> tuple[np.ndarray, torch.Tensor]:
+    """:func:`last_token_losses`, and from the same forwards the next-token log-probabilities of
+    every row (float64 [rows, V], on ``device``): the reference distributions of the selection by
+    divergence (``selection="greedy_kl"``, :mod:`.influence`). Meant for a few rows (one per target)."""
+    losses = np.empty(len(tokens), dtype=np.float64)
+    parts = []
+    with torch.inference_mode():
+        for start in range(0, len(tokens), batch_size):
+            stop = start + batch_size
+            logits = _last_logits(logits_fn, tokens[start:stop], positions[start:stop], device)
+            y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
+            losses[start:start + len(logits)] = F.cross_entropy(logits, y, reduction="none").cpu().numpy()
+            parts.append(torch.log_softmax(logits, dim=-1))
+    return losses, torch.cat(parts)
+
+
+def last_token_divergences(logits_fn: LogitsFn, tokens: np.ndarray, positions: np.ndarray, targets: np.ndarray,
+                           reference: torch.Tensor, reference_rows: np.ndarray, batch_size: int,
+                           device) -> tuple[np.ndarray, np.ndarray]:
+    """(losses, divergences), both float64 [rows]: the losses of :func:`last_token_losses` and, from
+    the same forwards, KL(p || q_r) = sum_v p_v (log p_v - log q_v) between the reference
+    distribution p = exp(reference[reference_rows[r]]) and the next-token distribution q_r at the
+    last position of row r (``reference``: log-probabilities [n, V] on ``device``, as
+    :func:`last_token_log_probs` gives them). The divergences never read ``targets``.
+
+    Computed as sum_v p_v log p_v (once per reference) minus p . log q_r: per forward, the
+    log-softmax the loss needs anyway and one [batch, V] x [V, n] product, so no [rows, V] tensor is
+    formed and only one forward's distributions are held at a time. Tokens with p_v = 0 add nothing,
+    even where q_v = 0 (a product that meets 0 * -inf is redone with -inf read as the lowest float64);
+    p_v > 0 where q_v = 0 gives an infinite (or astronomically large) divergence."""
+    losses = np.empty(len(tokens), dtype=np.float64)
+    divergences = np.empty(len(tokens), dtype=np.float64)
+    with torch.inference_mode():
+        p = reference.exp()
+        neg_entropy = torch.where(p > 0, p * reference, 0.0).sum(dim=-1)  # sum_v p_v log p_v, [n]
+        for start in range(0, len(tokens), batch_size):
+            stop = start + batch_size
+            log_q = torch.log_softmax(_last_logits(logits_fn, tokens[start:stop], positions[start:stop], device), -1)
+            y = torch.as_tensor(targets[start:stop], dtype=torch.long, device=device)
+            rows = torch.as_tensor(reference_rows[start:stop], dtype=torch.long, device=reference.device)
+            done = slice(start, start + len(log_q))
+            losses[done] = F.nll_loss(log_q, y, reduction="none").cpu().numpy()  # = F.cross_entropy of the logits
+            cross = log_q @ p.T  # [batch, n]: sum_v p_v log q_v for every reference
+            if torch.isnan(cross).any():
+                cross = log_q.clamp_min(torch.finfo(torch.float64).min) @ p.T
+            cross = cross.gather(1, rows[:, None])[:, 0]
+            divergences[done] = (neg_entropy[rows] - cross).cpu().numpy()
+    return losses, divergences
