@@ -246,7 +246,9 @@ def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ())
         if best.p <= level:
             continue
         needed = seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)
-        plan = (f"; about {needed} seeds per run would decide at the measured spread" if needed
+        seeds = max(len(best.a), len(best.b))
+        plan = (f"; about {needed} seeds per run would decide at the spread of the {seeds} seeds per run judged here"
+                if needed
                 else f"; {best.why_no_plan()}")
         return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
                 f"{ALPHA:g} / {len(tests)}{plan}")
