@@ -466,3 +466,26 @@ def mounted(folder: Path, options: str):
         yield folder
     finally:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+def one_thread_per_module():
+    """A module's tiny models on one thread (thread contention costs more than it gives on a busy
+    machine); a test module makes it its fixture: ``one_thread = pytest.fixture(autouse=True,
+    scope="module")(one_thread_per_module)``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def key_token_targets():
+    """Two influence targets (token 7) of documents 4 and 9, with random 16-token contexts: A's far
+    context holds the key token 31 at far position 3, B's does not (for a stub model keyed on 31)."""
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    contexts = rng.integers(1, 30, size=(2, 16))
+    contexts[0, 3] = 31
+    return pl.DataFrame({"doc": pl.Series([4, 9], dtype=pl.Int64), "t": pl.Series([20, 30], dtype=pl.Int32),
+                         "target": pl.Series([7, 7], dtype=pl.Int32),
+                         "context": pl.Series(contexts.tolist(), dtype=pl.List(pl.Int32))})

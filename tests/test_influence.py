@@ -16,17 +16,12 @@ from pipeline_src.language.influence_config import InfluenceConfig, InfluenceErr
 from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets
-from tests.helpers import INFLUENCE_VOCAB as VOCAB, SMALL, random_model, small_targets, token_stream
+from tests.helpers import (INFLUENCE_VOCAB as VOCAB, SMALL, key_token_targets, one_thread_per_module, random_model,
+                           small_targets, token_stream)
 from tests.influence_reference import reference_influential_tokens
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The models here are tiny: one thread avoids thread contention on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
 
 
 # ---------------------------------------------------------------- configuration
@@ -164,12 +159,7 @@ def test_null_baselines_random_draws_and_another_documents_far_tokens():
     tokens, finds the key there. The random baseline recovers it in exactly the draws that hold
     position 3 among their first k."""
     cfg = InfluenceConfig(**{**SMALL, "n_targets": 2, "null_draws": 5})
-    rng = np.random.default_rng(0)
-    contexts = rng.integers(1, 30, size=(2, 16))
-    contexts[0, 3] = 31
-    targets = pl.DataFrame({"doc": pl.Series([4, 9], dtype=pl.Int64), "t": pl.Series([20, 30], dtype=pl.Int32),
-                            "target": pl.Series([7, 7], dtype=pl.Int32),
-                            "context": pl.Series(contexts.tolist(), dtype=pl.List(pl.Int32))})
+    targets = key_token_targets()
     out = inf.influential_tokens(TokenOracle(key=31, target=7), targets, cfg, progress=None)
     sure, unsure = math.log1p((VOCAB - 1) * math.exp(-20.0)), math.log(VOCAB)
     assert out["other_doc"].to_list() == [9, 4] and out["other_t"].to_list() == [30, 20]

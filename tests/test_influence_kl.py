@@ -15,18 +15,13 @@ from pipeline_src.language import influence as inf
 from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.logits import last_token_divergences, last_token_log_probs
 from pipeline_src.language.targets import target_contexts
-from tests.helpers import INFLUENCE_VOCAB as VOCAB, SMALL, random_model, small_targets
+from tests.helpers import INFLUENCE_VOCAB as VOCAB, SMALL, key_token_targets, one_thread_per_module, random_model, small_targets
 
 KEY, LUCKY = 5, 2  # far positions (SMALL: 8 far positions, 0..7)
 A, B = 7, 11  # token IDs: the one KEY makes likely, the one LUCKY nudges
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
 
 
 class KeyAndLuckyToken:
@@ -108,12 +103,7 @@ def test_the_other_document_null_is_chosen_towards_the_targets_own_full_context(
     Own: A finds the key, B (whose full context says nothing) does not. The null: B given A's far
     tokens is steered towards B's own full-context distribution (uniform), so it leaves the key out
     and recovers nothing, where the loss-greedy null picks it for the label's sake."""
-    rng = np.random.default_rng(0)
-    contexts = rng.integers(1, 30, size=(2, 16))
-    contexts[0, 3] = 31
-    targets = pl.DataFrame({"doc": pl.Series([4, 9], dtype=pl.Int64), "t": pl.Series([20, 30], dtype=pl.Int32),
-                            "target": pl.Series([7, 7], dtype=pl.Int32),
-                            "context": pl.Series(contexts.tolist(), dtype=pl.List(pl.Int32))})
+    targets = key_token_targets()
     sure, unsure = math.log1p((VOCAB - 1) * math.exp(-20.0)), math.log(VOCAB)
     cfg = {**SMALL, "n_targets": 2}
     by_kl = inf.influential_tokens(TokenOracle(), targets, InfluenceConfig(**cfg, selection="greedy_kl"), progress=None)

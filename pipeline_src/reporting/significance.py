@@ -195,9 +195,9 @@ def contradicting(comparisons: list[Comparison]) -> Comparison | None:
     return first if first.p_reverse <= ALPHA / len(comparisons) else None
 
 
-def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
-    """A finding's verdict from its comparisons (``missing``: those that could not be made, each
-    saying why)."""
+def contradicted_or_missing(comparisons: list[Comparison], missing: list[str] = ()) -> str | None:
+    """The verdict that needs no look at the claimed direction: contradicted (Holm over
+    ``comparisons``), no results (``missing``), nothing to compare; None otherwise."""
     against = contradicting(comparisons)
     if against is not None:
         return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
@@ -205,6 +205,15 @@ def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
         return f"{UNDECIDED}: no results for {missing[0]}"
     if not comparisons:
         return f"{UNDECIDED}: nothing to compare"
+    return None
+
+
+def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
+    """A finding's verdict from its comparisons (``missing``: those that could not be made, each
+    saying why)."""
+    settled = contradicted_or_missing(comparisons, missing)
+    if settled:
+        return settled
     open_ = [c for c in comparisons if not c.significant]
     if not open_:
         return REPRODUCED
@@ -233,14 +242,9 @@ def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ())
     significant the other way after Holm's correction over every test of the family; else
     ``undecided`` with the first comparison that does not hold and the seeds that would make its
     best cell hold at the measured spread."""
-    made = [test for tests in family.values() for test in tests]
-    against = contradicting(made)
-    if against is not None:
-        return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
-    if missing:
-        return f"{UNDECIDED}: no results for {missing[0]}"
-    if not made:
-        return f"{UNDECIDED}: nothing to compare"
+    settled = contradicted_or_missing([test for tests in family.values() for test in tests], missing)
+    if settled:
+        return settled
     for tests in family.values():
         best, level = min(tests, key=lambda c: c.p), ALPHA / len(tests)
         if best.p <= level:
