@@ -711,7 +711,7 @@ def test_f4_paired_p_is_scipys_wilcoxon_on_the_summarys_numbers(tmp_path, monkey
     exported(tmp_path / "results", (), summary)
     rows = run_summary.read(summary)
     spec = lang.figure_spec(config, "figure4")
-    k = judged.f4_k(spec)
+    k = run_summary.f4_k(spec)
     fractions = rows.filter(pl.col("metric") == run_summary.FRACTION)
     assert set(fractions["k"]) == {k} and fractions.height == 2 * PAIRED_TARGETS
     pairs = run_summary.paired(rows, k)

@@ -32,7 +32,8 @@ CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o
           ("random_loss", "k far tokens at random (mean of draws)", "0.45", "^"))
 
 
-SELECTION_NAMES = {"greedy": "greedy", "topk": "top-k", "greedy_kl": "greedy-by-KL"}  # how the title names analysis.selection
+# how the title names analysis.selection
+SELECTION_NAMES = {"greedy": "greedy", "topk": "top-k", "greedy_kl": "greedy-by-KL"}
 
 
 def selection_of(path: Path) -> str | None:

@@ -7,8 +7,9 @@ uniform attention would give as a grey line (per variant); and, among the wrong 
 first wrong token falls (its index over the response length: 0 at the first token, near 1 at the
 end); and, for a task whose samples have a depth (variable assignment: the hops its query chain
 needs), exact match against depth over every length, the depths seen at the training lengths
-shaded (the law that draws them is the same in training). Lines are means over seeds, each seed first averaged over a task's other cell columns (k_test
-for sparse parity); bands span the seeds' own values.
+shaded (the law that draws them is the same in training). Lines are means over seeds, each seed
+first averaged over a task's other cell columns (k_test for sparse parity); bands span the seeds'
+own values.
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ FITS = 0.9  # a run fits its training lengths: headline metric at least this at 
 TESTED = (f" Each comparison: a one-sided permutation test over seeds at alpha {significance.ALPHA:g}; reproduced "
           "when every comparison is significant, contradicted when one is significant the other way after Holm's "
           "correction, else undecided.")
-F4_K = 4  # F4 judges the fraction recovered at this k (or the largest k analysed, if smaller)
 CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judged on)
     "F1": ("{task}, RoPE + PoSE: the fewer relevant bits (k_test), the further a model generalizes in length; a "
            "larger K_train extends this to larger k_test"),
@@ -307,7 +306,7 @@ def assignment_finding(spec: dict, rows: pl.DataFrame) -> Finding:
 def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F4: the fraction of the long-context gain recovered at k from the target's own far tokens,
     against the same from another document's far tokens chosen alike (the selection's null)."""
-    k = f4_k(spec)
+    k = run_summary.f4_k(spec)
     criterion = (f"median fraction of the gain L_short - L_long recovered by k = {k} far tokens, over targets "
                  f"gaining more than {spec['gain_threshold']:g} nats, with its 95% bootstrap interval: the "
                  "target's own far tokens' lower bound above the upper bound of another document's far tokens, "
@@ -334,11 +333,6 @@ def language_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     return Finding("F4", claim("F4"), criterion, numbers, found)
 
 
-def f4_k(spec: dict) -> int:
-    """The k F4 and F4' judge at: :data:`F4_K`, or the largest k analysed if smaller."""
-    return min(F4_K, spec["k_max"])
-
-
 NO_PER_TARGET = "the summary holds no per-target fractions (made before F4')"
 
 
@@ -348,7 +342,7 @@ def language_paired_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     minus another document's at F4's k; one-sided Wilcoxon signed-rank tests over those targets."""
     from .influence_summary import paired_difference
 
-    k, threshold = f4_k(spec), spec["gain_threshold"]
+    k, threshold = run_summary.f4_k(spec), spec["gain_threshold"]
     criterion = (f"per target gaining more than {threshold:g} nats from its far context (the gain L_short - "
                  f"L_long, which involves no selection of tokens), the fraction of that gain recovered by k = {k} "
                  "of its own far tokens minus that recovered by as many of another document's far tokens, chosen "

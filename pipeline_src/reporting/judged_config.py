@@ -54,14 +54,14 @@ def locate_under(results: Path) -> Callable[[str], str]:
     return locate
 
 
-def first_difference(config: dict, results: Path, reading: Path | None = None) -> tuple[Path, str] | None:
-    """The first table ``config``'s findings read under ``results`` (findings in order, each figure's
-    tables in order) that records a config value ``config`` does not give its job, with "table: made
-    with rule field=value, the config says value"; None where every table matches or has no record.
-    ``(None, "")``: no table to compare, or (given ``reading``) the config does not read that table."""
+def first_difference(config: dict, results: Path) -> tuple[set[Path], tuple[Path, str] | None]:
+    """The tables ``config``'s findings read under ``results`` (findings in order, each figure's tables
+    in order) up to the first that records a config value ``config`` does not give its job, and that
+    table with "table: made with rule field=value, the config says value" (None where every table
+    matches or has no record)."""
     from ..studies import figure_inputs, study_of
 
-    compared = set()
+    compared: set[Path] = set()
     for figure in dict.fromkeys(FINDING_FIGURE.values()):
         study = study_of(figure)
         if figure not in study.figures(config):
@@ -74,10 +74,9 @@ def first_difference(config: dict, results: Path, reading: Path | None = None) -
             differences = value_differences(made_with, expected, study.train_rule)
             if differences:
                 rule, key, values, allowed = differences[0]
-                return Path(table), (f"{table}: made with {rule} {key}={values_text(values)}, "
-                                     f"the config says {values_text(allowed) or 'unset'}")
-    unread = not compared or (reading is not None and Path(reading) not in compared)
-    return (None, "") if unread else None
+                return compared, (Path(table), f"{table}: made with {rule} {key}={values_text(values)}, "
+                                               f"the config says {values_text(allowed) or 'unset'}")
+    return compared, None
 
 
 def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
@@ -128,11 +127,15 @@ def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
     """A ConfigMismatch naming the first table under ``results`` made with another config than
     ``config`` (``config/config.yaml`` with ``configfiles`` over it), and the ``--configfile``s to
     pass instead; nothing where every table matches."""
-    found = first_difference(config, results)
-    if found is None or not found[1]:
+    found = first_difference(config, results)[1]
+    if found is None:
         return
     table, found = found
-    layering = shipped_match(lambda other: first_difference(other, results, reading=table) is None, configfiles)
+
+    def reads_it_alike(other: dict) -> bool:  # every table matches, the one that differs here among them
+        compared, differs = first_difference(other, results)
+        return differs is None and table in compared
+    layering = shipped_match(reads_it_alike, configfiles)
     if layering is None:
         hint = "pass the --configfile(s) these results were made with"
     else:

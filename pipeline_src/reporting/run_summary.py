@@ -12,7 +12,7 @@ one row per task, variant, scheme, seed, k, length and metric, with its ``value`
   numbers hold for those only.
 * F4''s paired test (task ``language``, metric :data:`FRACTION`): per target that gains more than
   the gain threshold (L_short - L_long), its own fraction (variant ``own``) and another document's
-  (``other``) at F4's k only (``k``: :func:`.findings.f4_k`). **The ``seed`` column holds the
+  (``other``) at F4's k only (``k``: :func:`f4_k`). **The ``seed`` column holds the
   target's row in the influence table (from 0)**, not a seed: it pairs a target's two rows. A
   summary made before F4' has no such rows (F4' reads "no results" there; F4 is judged as before).
 
@@ -36,6 +36,7 @@ ORDER = ["task", "variant", "scheme", "seed", "k", "length", "metric"]  # rows s
 OWN, OTHER = "own", "other"
 GAIN_COLUMNS = {OWN: "sparse_loss", OTHER: "other_loss"}  # the influence table's loss column of each
 GAIN_METRICS = ("n_targets", "median", "ci_low", "ci_high")
+F4_K = 4  # F4 and F4' judge the fraction recovered at this k (or the largest k analysed, if smaller)
 FRACTION = "fraction"  # a gaining target's recovered fraction at F4's k (F4'; ``seed``: the target's row)
 TARGETS = "targets"
 BOOTSTRAP = ("gain_threshold", "n_boot", "seed")  # Figure 4's spec fields the numbers were computed with
@@ -71,7 +72,6 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     from ..language.influence_config import InfluenceConfig
     from ..language.influence_table import influence_schema
     from ..storage import datasets
-    from .findings import f4_k
     from .influence_summary import paired_fractions, recovered_gain
 
     frame = datasets.read(influence, influence_schema(InfluenceConfig(context=spec["context"], local=spec["local"],
@@ -88,6 +88,12 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     made_with = [(f"spec.{field}", float(spec[field])) for field in BOOTSTRAP]
     whole = pl.DataFrame([(TARGETS, float(frame.height)), *made_with], schema=["metric", "value"], orient="row")
     return canonical(pl.concat([long, per_target, whole], how="diagonal").with_columns(task=pl.lit(LANGUAGE)))
+
+
+def f4_k(spec: dict) -> int:
+    """The k F4 and F4' judge at (Figure 4's spec ``spec``): :data:`F4_K`, or the largest k analysed if
+    smaller."""
+    return min(F4_K, spec["k_max"])
 
 
 def figure_rows(spec: dict, inputs: list[Path]) -> pl.DataFrame:
