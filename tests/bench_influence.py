@@ -104,7 +104,9 @@ def format_selection_costs(result: dict) -> str:
         f"k_max={c['k_max']}, batch {c['batch_size']}; Decoder d_model={c['d_model']} n_layer={c['n_layer']} "
         f"n_head={c['n_head']} vocab={c['vocab']}",
         *(f"  {name}: {r['seconds']:.3f} s ({r['seconds'] / rows[first]['seconds']:.3f}x {first}), "
-          f"{r['forwards']} forwards, {r['rows']} sequences" for name, r in rows.items()),
+          f"{r['forwards']} forwards, {r['rows']} sequences; {c['n_targets'] / r['seconds']:.2f} targets/s, "
+          f"{r['rows'] / r['seconds']:.0f} sequences/s, {r['rows'] / r['forwards']:.1f} sequences per forward"
+          for name, r in rows.items()),
     ])
 
 

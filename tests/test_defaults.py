@@ -40,6 +40,22 @@ def test_the_influence_analysis_takes_influenceconfigs_defaults():
     assert InfluenceConfig(context=spec["context"], local=spec["local"], **analysed).n_targets == spec["n_targets"]
 
 
+def test_leave_out_enters_both_draws_specs_only_where_it_is_set():
+    """The analysis and the models' target losses draw the same targets; a config without leave_out
+    gives the specs of before the field (no job reruns)."""
+    config = default_config()
+    assert "leave_out" not in language_jobs.influence_spec(config)
+    assert "leave_out" not in language_jobs.eval_spec(config)["targets"]
+    edited = copy.deepcopy(config)
+    edited["language"]["analysis"]["leave_out"] = {"seed": 0, "n_targets": 32}
+    validate(edited)
+    assert language_jobs.influence_spec(edited)["leave_out"] == {"seed": 0, "n_targets": 32}
+    assert language_jobs.eval_spec(edited)["targets"]["leave_out"] == {"seed": 0, "n_targets": 32}
+    edited["language"]["analysis"]["leave_out"] = {"seed": 0}
+    with pytest.raises(ConfigError, match="language.analysis.leave_out"):
+        validate(edited)
+
+
 @pytest.mark.parametrize("field, bad", [("d_model", 0), ("rotary_pct", 1.5), ("attention_scale", "cubic"),
                                         ("parallel_residual", "yes"), ("d_mlp", -4)])
 def test_the_config_check_and_modelconfig_reject_the_same_model_values(field, bad):

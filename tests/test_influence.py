@@ -68,6 +68,25 @@ def test_target_selection_errors():
         select_targets(token_stream([40], ["train"]), cfg)
     with pytest.raises(InfluenceError, match="only 3 targets"):
         select_targets(token_stream([19]), cfg)
+    with pytest.raises(InfluenceError, match=r"InfluenceConfig.n_targets=5: only 2 targets are left after leave_out"):
+        select_targets(token_stream([23]), InfluenceConfig(**SMALL, leave_out={"seed": 0, "n_targets": 5}))  # 7 - 5
+    with pytest.raises(InfluenceError, match=r"InfluenceConfig.leave_out=.*hold only 7 targets"):
+        select_targets(token_stream([23]), InfluenceConfig(**SMALL, leave_out={"seed": 0, "n_targets": 8}))
+    with pytest.raises(InfluenceError, match=r"InfluenceConfig.leave_out=.*'n_targets' is a required property"):
+        InfluenceConfig(**SMALL, leave_out={"seed": 0})
+
+
+def test_a_draw_that_leaves_out_a_pilots_targets_draws_fresh_ones():
+    stream = token_stream([60, 10, 45, 80], ["heldout", "heldout", "train", "heldout"])  # 44 + 64 candidates
+    pilot = select_targets(stream, InfluenceConfig(**{**SMALL, "n_targets": 40, "seed": 0}))
+    fresh_cfg = InfluenceConfig(**{**SMALL, "n_targets": 60, "seed": 0}, leave_out={"seed": 0, "n_targets": 40})
+    fresh = select_targets(stream, fresh_cfg)
+    both = fresh.select(["doc", "t"]).join(pilot.select(["doc", "t"]), on=["doc", "t"])
+    assert fresh.height == 60 and both.height == 0  # the same seed, yet no target of the pilot again
+    assert fresh.equals(select_targets(stream.reverse(), fresh_cfg))  # still a pure function of the documents
+    # Without leave_out the draw is the one of before the field: sorted picks of rng(seed).choice(total, n).
+    flat = np.sort(np.random.default_rng(0).choice(108, size=40, replace=False))
+    assert pilot["t"].to_list() == [int(i) + 16 if i < 44 else int(i) - 44 + 16 for i in flat]
 
 
 # ---------------------------------------------------------------- losses keep original position IDs
@@ -96,7 +115,9 @@ def test_dropped_tokens_keep_their_position_ids():
 # ---------------------------------------------------------------- batched == one at a time
 
 @pytest.mark.parametrize("selection", ["greedy", "topk", "greedy_kl"])
-@pytest.mark.parametrize("batch_size", [7, 64])  # rows split across forwards; several targets per batch
+# 2: groups of 2 targets (the last of 1); 7: one group, a step's rows (targets x candidates) split across
+# forwards mid-target; 64: one group, one forward per step
+@pytest.mark.parametrize("batch_size", [2, 7, 64])
 def test_batched_equals_reference(selection, batch_size):
     cfg = InfluenceConfig(**SMALL, selection=selection, batch_size=batch_size)
     model, targets = random_model("rope"), small_targets(cfg)
@@ -181,16 +202,20 @@ def test_null_baselines_random_draws_and_another_documents_far_tokens():
 
 
 def test_progress_reports_and_errors():
-    cfg = InfluenceConfig(**SMALL, batch_size=8)  # one target per group of forwards
+    cfg = InfluenceConfig(**SMALL, batch_size=1)  # a group holds batch_size targets: one target per group
     targets = small_targets(cfg)
     seen = []
-    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n: seen.append((d, n)),
+    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n, detail: seen.append((d, n)),
                            report_every=2)
     assert seen == [(2, 5), (4, 5), (5, 5)]
-    slow = []  # a slow model: a report after every group that ends the given seconds after the last
-    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda d, n: slow.append(d),
+    slow = []  # a slow model: a report after every forward and every group that ends the given seconds after the last
+    inf.influential_tokens(OneTokenOracle(0, 1), targets, cfg, progress=lambda *report: slow.append(report),
                            report_every=100, report_seconds=0.0)
-    assert slow == [1, 2, 3, 4, 5]
+    assert [done for done, _, detail in slow if not detail] == [1, 2, 3, 4, 5]
+    within = [report for report in slow if report[2]]  # within a group: the sequences it has scored so far
+    assert within[:3] == [(0, 5, "targets 1 to 1: 1 sequences scored"), (0, 5, "targets 1 to 1: 2 sequences scored"),
+                          (0, 5, "targets 1 to 1: 3 sequences scored")]
+    assert within[-1][:2] == (4, 5) and within[-1][2].startswith("targets 5 to 5: ")
     with pytest.raises(InfluenceError, match="contexts have \\[16\\] tokens.*context is 20"):
         inf.influential_tokens(OneTokenOracle(0, 1), targets, InfluenceConfig(**{**SMALL, "context": 20}))
     with pytest.raises(InfluenceError, match="logits of shape"):

@@ -172,7 +172,8 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
                                  "build the token stream with the model's own tokenizer.json)") from None
     targets = select_targets(frame, cfg)
     result = influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
-                                progress=lambda done, total: say(f"influential tokens: {done}/{total}"))
+                                progress=lambda done, total, detail: say(
+                                    f"influential tokens: {done}/{total}" + (f"; {detail}" if detail else "")))
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
                           scheme=None if model_dir is None else description["scheme"])
     record["device"] = describe_device(device)

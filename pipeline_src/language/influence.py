@@ -40,8 +40,14 @@ as much as the own far tokens (SmolLM2, docs/language.md). ``greedy_kl`` chooses
 so the loss it reports is an honest estimate for the sets it chose.
 
 Speed: every candidate of one greedy step is a sequence of the same length (|J| + 1 + L tokens,
-sorted by position), so the candidates of one step, for several targets at once, go through the
-model as one padding-free batch (at most ``batch_size`` rows per forward). A reference
+sorted by position), so the candidates of one step, for all the targets of a group at once, go
+through the model as padding-free batches of ``batch_size`` rows. A group holds ``batch_size``
+targets, so every forward is full (but the last group's): the forwards with one row per target
+(L_long, L_short, topk's sets) have ``batch_size`` rows, the random baseline's ``null_draws`` times
+as many, and a step's ``batch_size * n`` candidates (n far positions not yet chosen) fill exactly n
+forwards, whatever ``far``. ``batch_size`` bounds the device memory of one forward (and the
+selection by KL holds the group's ``batch_size`` reference distributions besides); progress is
+reported per group. A reference
 implementation that runs one candidate at a time (``tests/influence_reference.py``) defines the
 result; the tests check the two agree.
 
@@ -67,8 +73,9 @@ from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS
 from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses
 from .targets import target_contexts
 
-ProgressFn = Callable[[int, int], None]
-"""Called with (targets done, targets in all)."""
+ProgressFn = Callable[[int, int, str], None]
+"""Called with (targets done, targets in all, detail): detail is "" when a group of targets has just
+ended, else what the group under way has done so far (a long group reports within itself)."""
 
 
 # --- losses -------------------------------------------------------------------------------------
@@ -271,9 +278,44 @@ def key_token(long_loss, short_loss) -> np.ndarray:
     return (short_loss - long_loss > KEY_TOKEN_GAIN) & (long_loss < KEY_TOKEN_LONG_LOSS)
 
 
-def print_progress(done: int, total: int) -> None:
+def print_progress(done: int, total: int, detail: str = "") -> None:
     """The default progress report: one line on stderr."""
-    print(f"influential tokens: {done}/{total} targets", file=sys.stderr, flush=True)
+    print(f"influential tokens: {done}/{total} targets" + (f"; {detail}" if detail else ""), file=sys.stderr,
+          flush=True)
+
+
+class _Reports:
+    """When :func:`influential_tokens` reports: after every ``report_every`` targets, after a group
+    that ends ``report_seconds`` or more after the last report, at the end, and within a group every
+    ``report_seconds`` (the sequences the group has scored so far: a group of a pretrained model's
+    targets can take half an hour on a CPU)."""
+
+    def __init__(self, progress: ProgressFn | None, total: int, report_every: int, report_seconds: float):
+        self.progress, self.total, self.every, self.seconds = progress, total, report_every, report_seconds
+        self.last = time.monotonic()
+        self.start = self.stop = self.scored = 0
+
+    def _say(self, done: int, detail: str) -> None:
+        self.progress(done, self.total, detail)
+        self.last = time.monotonic()
+
+    def counting(self, fn: LogitsFn) -> LogitsFn:
+        """``fn``, counting the sequences each forward scores and reporting when it is time."""
+        def counted(tokens: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+            logits = fn(tokens, position_ids)
+            self.scored += len(tokens)
+            if self.progress is not None and time.monotonic() - self.last >= self.seconds:
+                self._say(self.start, f"targets {self.start + 1} to {self.stop}: {self.scored:,} sequences scored")
+            return logits
+        return counted
+
+    def group(self, start: int, stop: int) -> None:
+        self.start, self.stop, self.scored = start, stop, 0
+
+    def group_done(self) -> None:
+        crossed = self.stop // self.every > self.start // self.every or self.stop == self.total
+        if self.progress is not None and (crossed or time.monotonic() - self.last >= self.seconds):
+            self._say(self.stop, "")
 
 
 def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
@@ -285,10 +327,10 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
     (wrapped with :func:`as_logits_fn`, which moves a module to ``device`` and sets eval mode);
     or pass ``logits_fn`` instead (then ``model`` is ignored), e.g. :func:`.logits.hf_logits_fn`.
-    ``targets``: a frame from :func:`.targets.select_targets`. ``progress(done, total)`` is called
-    after every ``report_every`` targets, after a group of targets that ends ``report_seconds`` or
-    more after the last call (a pretrained model takes seconds a target), and at the end (None:
-    silent). Returns a frame matching
+    ``targets``: a frame from :func:`.targets.select_targets`. ``progress`` is called
+    with (done, total, detail) after every ``report_every`` targets, after a group of targets that
+    ends ``report_seconds`` or more after the last call, at the end, and within a group every
+    ``report_seconds`` (a pretrained model takes seconds a target; None: silent). Returns a frame matching
     :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
     """
     if report_every < 1:
@@ -297,20 +339,17 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     donors = other_targets(targets)
     others = with_other_far_tokens(contexts, donors, cfg.far)
     draws = random_draws(len(target_tokens), cfg)
-    fn = logits_fn if logits_fn is not None else as_logits_fn(model, device)
-    group = max(1, cfg.batch_size // cfg.far)  # targets whose candidates of one step fill about one batch
+    reports = _Reports(progress, len(target_tokens), report_every, report_seconds)
+    fn = reports.counting(logits_fn if logits_fn is not None else as_logits_fn(model, device))
+    group = cfg.batch_size  # one row per target fills a forward; a step's rows, group * n, fill n forwards
     parts = []
-    reported = time.monotonic()
     for start in range(0, len(target_tokens), group):
-        stop = min(start + group, len(target_tokens))
-        span = slice(start, stop)
+        span = slice(start, min(start + group, len(target_tokens)))
+        reports.group(span.start, span.stop)
         own, reference = _group_influence(fn, contexts[span], target_tokens[span], cfg, device)
         parts.append({**own, **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
                                                cfg, device, reference)})
-        crossed = stop // report_every > start // report_every or stop == len(target_tokens)
-        if progress is not None and (crossed or time.monotonic() - reported >= report_seconds):
-            progress(stop, len(target_tokens))
-            reported = time.monotonic()
+        reports.group_done()
     joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
     return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
                         joined["chosen"], joined["random_loss"], joined["other_loss"])

@@ -31,6 +31,11 @@ class InfluenceConfig(Declared):
                               "so no winner's curse; the same forwards as greedy", "greedy")
     n_targets: int = declared(POSITIVE_INT, "targets drawn from the held-out documents", 128)
     seed: int = declared({"type": "integer", "minimum": 0}, "seed of the target draw", 0)
+    leave_out: dict | None = declared(
+        {"type": ["object", "null"], "additionalProperties": False, "required": ["seed", "n_targets"],
+         "properties": {"seed": {"type": "integer", "minimum": 0}, "n_targets": POSITIVE_INT}},
+        "an earlier draw, {seed, n_targets} (a pilot's), whose targets this draw leaves out, so that its "
+        "targets are fresh; null: none", None, written=False)
     batch_size: int = declared(POSITIVE_INT, "sequences per forward pass (speed and memory only)", 64)
     null_draws: int = declared(POSITIVE_INT, "random draws of k far tokens per target (Figure 4's random baseline)",
                                4)

@@ -152,7 +152,7 @@ def eval_spec(config: dict) -> dict:
     return {"eval_length": eval_length(config), "windows": section["pose"]["eval_windows"],
             "batch_size": analysis["batch_size"], "device": device_setting(config),
             "targets": {"context": section["context"], "local": section["local"],
-                        "n_targets": analysis["n_targets"], "seed": analysis["seed"]}}
+                        **_draw(analysis, ("n_targets", "seed"))}}
 
 
 def influence_spec(config: dict) -> dict:
@@ -162,8 +162,14 @@ def influence_spec(config: dict) -> dict:
     section = _section(config)
     analysis = section["analysis"]
     return {"context": section["context"], "local": section["local"], "device": device_setting(config),
-            **{key: analysis[key] for key in ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws",
-                                              "hf_model")}}
+            **_draw(analysis, ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws", "hf_model"))}
+
+
+def _draw(analysis: dict, keys: tuple[str, ...]) -> dict:
+    """The fields ``keys`` of the config's analysis block, and ``leave_out`` where it is set (a spec
+    without it is the spec of before the field existed: no job reruns)."""
+    left_out = {"leave_out": analysis["leave_out"]} if analysis.get("leave_out") else {}
+    return {**{key: analysis[key] for key in keys}, **left_out}
 
 
 def job_specs(config: dict) -> dict[str, list[dict]]:

@@ -138,8 +138,9 @@ def last_token_divergences(logits_fn: LogitsFn, tokens: np.ndarray, positions: n
     :func:`last_token_log_probs` gives them). The divergences never read ``targets``.
 
     Computed as sum_v p_v log p_v (once per reference) minus p . log q_r: per forward, the
-    log-softmax the loss needs anyway and one [batch, V] x [V, n] product, so no [rows, V] tensor is
-    formed and only one forward's distributions are held at a time. Tokens with p_v = 0 add nothing,
+    log-softmax the loss needs anyway and one row-wise product with the rows' own references (a
+    [batch, V] product, whatever n: the analysis holds a whole group's references), so no [rows, V]
+    tensor is formed and only one forward's distributions are held at a time. Tokens with p_v = 0 add nothing,
     even where q_v = 0 (a product that meets 0 * -inf is redone with -inf read as the lowest float64);
     p_v > 0 where q_v = 0 gives an infinite (or astronomically large) divergence."""
     losses = np.empty(len(tokens), dtype=np.float64)
@@ -154,9 +155,9 @@ def last_token_divergences(logits_fn: LogitsFn, tokens: np.ndarray, positions: n
             rows = torch.as_tensor(reference_rows[start:stop], dtype=torch.long, device=reference.device)
             done = slice(start, start + len(log_q))
             losses[done] = F.nll_loss(log_q, y, reduction="none").cpu().numpy()  # = F.cross_entropy of the logits
-            cross = log_q @ p.T  # [batch, n]: sum_v p_v log q_v for every reference
+            p_rows = p[rows]  # [batch, V]: each row's own reference
+            cross = (log_q * p_rows).sum(dim=-1)  # sum_v p_v log q_v
             if torch.isnan(cross).any():
-                cross = log_q.clamp_min(torch.finfo(torch.float64).min) @ p.T
-            cross = cross.gather(1, rows[:, None])[:, 0]
+                cross = (log_q.clamp_min(torch.finfo(torch.float64).min) * p_rows).sum(dim=-1)
             divergences[done] = (neg_entropy[rows] - cross).cpu().numpy()
     return losses, divergences

@@ -21,7 +21,8 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
     :mod:`pipeline_src.language.tokenizer`). Every token with at least ``cfg.context`` tokens before it in
     its document is a candidate (the end-of-document token included: the model was trained to
     predict it); ``cfg.n_targets`` of them are drawn uniformly without replacement with
-    ``cfg.seed``. The result is a pure function of the held-out documents and ``cfg``: it does not
+    ``cfg.seed``; with ``cfg.leave_out`` ({seed, n_targets} of an earlier draw, a pilot's) the
+    targets that draw picked are no candidates, so none is drawn again. The result is a pure function of the held-out documents and ``cfg``: it does not
     depend on the order of the rows. Returns one row per target, sorted by (doc, t): ``doc``,
     ``t`` (the target's index in its document), ``target`` (its token) and ``context`` (the
     ``cfg.context`` tokens before it).
@@ -45,7 +46,9 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
             f"the held-out documents hold only {total} targets with {cfg.context} tokens before them, "
             f"fewer than InfluenceConfig.n_targets={cfg.n_targets}; lower n_targets or hold out more text")
 
-    picks = np.sort(np.random.default_rng(cfg.seed).choice(total, size=cfg.n_targets, replace=False))
+    candidates = _not_left_out(total, cfg)
+    picks = np.sort(candidates[np.random.default_rng(cfg.seed).choice(len(candidates), size=cfg.n_targets,
+                                                                       replace=False)])
     ends = np.cumsum(per_doc)  # candidates of row r are the flat indices ends[r]-per_doc[r] .. ends[r]-1
     rows = np.searchsorted(ends, picks, side="right")
     ts = cfg.context + picks - (ends[rows] - per_doc[rows])
@@ -63,6 +66,22 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
         "target": pl.Series(targets, dtype=pl.Int32),
         "context": pl.Series([c.tolist() for c in contexts], dtype=pl.List(pl.Int32)),
     })
+
+
+def _not_left_out(total: int, cfg: InfluenceConfig) -> np.ndarray:
+    """The flat indices of the candidate targets (0..total-1), less those of the draw ``cfg.leave_out``."""
+    candidates = np.arange(total)
+    if cfg.leave_out is None:
+        return candidates
+    earlier = cfg.leave_out
+    if earlier["n_targets"] > total:
+        raise InfluenceError(f"InfluenceConfig.leave_out={earlier}: the held-out documents hold only {total} targets")
+    left_out = np.random.default_rng(earlier["seed"]).choice(total, size=earlier["n_targets"], replace=False)
+    candidates = np.setdiff1d(candidates, left_out)
+    if len(candidates) < cfg.n_targets:
+        raise InfluenceError(f"InfluenceConfig.n_targets={cfg.n_targets}: only {len(candidates)} targets are left "
+                             f"after leave_out={earlier}; lower n_targets or hold out more text")
+    return candidates
 
 
 def target_contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.ndarray, np.ndarray]:
