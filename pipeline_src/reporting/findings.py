@@ -383,9 +383,10 @@ def language_paired_finding(spec: dict, rows: pl.DataFrame) -> Finding:
                f"{test.positive} of {test.n}; signed-rank p = {test.p:.3g} (own above), {test.p_reverse:.3g} "
                "(other above)")
     if test.p <= significance.ALPHA:
-        found = REPRODUCED
+        found = f"{REPRODUCED}: own far tokens above another document's, signed-rank p = {test.p:.3g} ({gaining} targets)"
     elif test.p_reverse <= significance.ALPHA:
-        found = CONTRADICTED
+        found = (f"{CONTRADICTED}: another document's far tokens above the own, signed-rank p = {test.p_reverse:.3g} "
+                 f"({gaining} targets)")
     else:
         found = undecided(f"not significant (p = {test.p:.3g} own above, {test.p_reverse:.3g} other above, "
                           f"{gaining} targets); " + paired_targets_needed(own - other, analysed))
