@@ -752,17 +752,41 @@ def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_be
         judged.judge("F4'", spec, one_sided)
 
 
-def test_the_committed_summaries_read_f4_paired_no_results(monkeypatch):
-    """docs/findings/'s summaries were exported before F4': no per-target fractions, no error."""
+def test_the_default_runs_summary_reads_f4_paired_no_results(monkeypatch):
+    """The default run's committed summary was exported before F4': no per-target fractions, no error."""
     from pipeline_src.config.load import load_config
 
     monkeypatch.chdir(REPO)
-    for summary, configfiles in (("default_run.csv", []), ("smollm2.csv", ["config/smollm2.yaml"])):
-        config = load_config(configfiles)
-        found = {f.finding: f for f in run_findings.findings(
-            config, run_findings.summary_rows(config, REPO / "docs" / "findings" / summary))}
-        assert found["F4'"].verdict == judged.undecided(f"no results: {judged.NO_PER_TARGET}"), summary
-        assert found["F4"].verdict.startswith(f"{judged.UNDECIDED}: the two intervals overlap"), summary
+    config = load_config([])
+    found = {f.finding: f for f in run_findings.findings(
+        config, run_findings.summary_rows(config, REPO / "docs" / "findings" / "default_run.csv"))}
+    assert found["F4'"].verdict == judged.undecided(f"no results: {judged.NO_PER_TARGET}")
+    assert found["F4"].verdict.startswith(f"{judged.UNDECIDED}: the two intervals overlap")
+
+
+def test_smollm2s_committed_p_is_scipys_on_the_csvs_own_numbers(monkeypatch):
+    """F4''s p on the committed SmolLM2 summary is scipy's one-sided signed-rank test on the
+    fractions as the CSV holds them, paired by its seed column here without the project's reader."""
+    import csv
+
+    from scipy import stats
+
+    from pipeline_src.config.load import load_config
+
+    monkeypatch.chdir(REPO)
+    path = REPO / "docs" / "findings" / "smollm2.csv"
+    with path.open() as handle:
+        rows = [row for row in csv.DictReader(handle) if row["metric"] == "fraction"]
+    own = {row["seed"]: float(row["value"]) for row in rows if row["variant"] == "own"}
+    other = {row["seed"]: float(row["value"]) for row in rows if row["variant"] == "other"}
+    assert own.keys() == other.keys() and len(own) >= 10
+    targets = sorted(own, key=int)
+    p = stats.wilcoxon([own[t] for t in targets], [other[t] for t in targets], alternative="greater").pvalue
+    p_reverse = stats.wilcoxon([own[t] for t in targets], [other[t] for t in targets], alternative="less").pvalue
+    config = load_config([REPO / "config" / "smollm2.yaml"])
+    found = {f.finding: f for f in run_findings.findings(config, run_findings.summary_rows(config, path))}
+    assert f"signed-rank p = {p:.3g} (own above), {p_reverse:.3g} (other above)" in found["F4'"].numbers
+    assert found["F4'"].numbers.startswith(f"{len(targets)} of ")
 
 
 def test_f4_paired_counts_only_targets_gaining_more_than_the_threshold():
