@@ -117,7 +117,7 @@ def test_editing_a_figure_statistic_redraws_the_language_figures_only(package):
     outside the analysis' import closure: editing one reruns no corpus, training or evaluation job."""
     language = {stage: job for stage, job in STAGE_JOBS.items() if stage.startswith("language")}
     before = digests(language.values())
-    edit_code(package / "reporting" / "influence_summary.py", "recovered_gain")
+    edit_code(package / "language" / "influence_summary.py", "recovered_gain")
     assert changed(before, digests(language.values())) == {language["language_figures"]}
 
 

@@ -19,8 +19,9 @@ from pipeline_src.planning import jobs
 from pipeline_src.planning import paths
 from pipeline_src import studies
 from pipeline_src.cli import main
-from pipeline_src.reporting import findings as judged
-from pipeline_src.reporting import run_findings, run_summary
+from pipeline_src.findings import verdicts as judged
+from pipeline_src.findings import run_summary
+from pipeline_src.reporting import run_findings
 from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
@@ -698,7 +699,7 @@ def test_f4_paired_p_is_scipys_wilcoxon_on_the_summarys_numbers(tmp_path, monkey
     target's row), and F4''s p is scipy's one-sided signed-rank test on exactly those numbers."""
     from scipy import stats
 
-    from pipeline_src.reporting import significance
+    from pipeline_src.findings import significance
 
     monkeypatch.chdir(REPO)
     config = default_config()
@@ -790,7 +791,7 @@ def test_smollm2s_committed_p_is_scipys_on_the_csvs_own_numbers(monkeypatch):
 
 
 def test_f4_paired_counts_only_targets_gaining_more_than_the_threshold():
-    from pipeline_src.reporting.influence_summary import paired_fractions
+    from pipeline_src.language.influence_summary import paired_fractions
 
     short = np.array([4.0, 4.0, 4.0, 4.0, 4.0])
     long = short - np.array([1.0, 0.05, 2.0, 0.0, 0.5])  # the gains: targets 0, 2 and 4 above 0.1
@@ -811,7 +812,7 @@ def test_f4_paired_plan_gives_the_signed_rank_test_its_power():
     2,000 draws of normal differences: 0.8 (standard error 0.009)."""
     from scipy import stats
 
-    from pipeline_src.reporting import significance
+    from pipeline_src.findings import significance
 
     rng = np.random.default_rng(0)
     z = rng.normal(size=40)

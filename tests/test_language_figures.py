@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.reporting.influence_summary import recovered_gain, tokens_needed
+from pipeline_src.language.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language import influence
 from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_table import influence_schema

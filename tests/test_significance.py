@@ -1,4 +1,4 @@
-"""The findings' tests over seeds (pipeline_src/reporting/significance.py): their error rates on
+"""The findings' tests over seeds (pipeline_src/findings/significance.py): their error rates on
 synthetic per-seed tables (400 random draws each: false positives at most 7%, power at least 80% for
 an effect of 1.5 per-seed standard deviations with 8 seeds per run, a finding of equal runs rarely
 reproduced, a reversed one contradicted), the verdict's rules on hand-made cases, and the power of
@@ -13,9 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline_src.reporting import findings as judged
-from pipeline_src.reporting import run_findings, run_summary
-from pipeline_src.reporting import significance as sig
+from pipeline_src.findings import verdicts as judged
+from pipeline_src.findings import run_summary
+from pipeline_src.reporting import run_findings
+from pipeline_src.findings import significance as sig
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
 

@@ -243,7 +243,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     from ..figures.caption import write_caption
 
     if caption:
-        from ..reporting.findings import caption as finding
+        from ..findings.verdicts import caption as finding
 
         write_caption(caption[0], outputs[0], caption[1], study.caption_run,
                       finding=finding(figure, spec, list(inputs)))

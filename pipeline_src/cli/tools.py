@@ -27,7 +27,7 @@ def mechanism_table(folders: tuple[Path, ...], lengths: str | None, by_depth: bo
     mass on the dependency sets, what uniform attention gives, and the relevant and irrelevant flip
     rates; means over seeds, with the seeds' range. With --by-depth, the first errors by depth."""
     from ..evaluation.mechanism_summary import depth_summary, mechanism_summary
-    from ..reporting.tables import markdown
+    from ..findings.tables import markdown
 
     try:
         wanted = [int(length) for length in lengths.split(",")] if lengths else None
@@ -46,7 +46,7 @@ def mechanism_table(folders: tuple[Path, ...], lengths: str | None, by_depth: bo
 def table(inputs: tuple[Path, ...], metric: str) -> None:
     """Print the mean accuracy over seeds of INPUTS (accuracy.parquet files) as a Markdown table:
     one row per run (and k_test), one column per evaluation length."""
-    from ..reporting.tables import accuracy_table, markdown
+    from ..findings.tables import accuracy_table, markdown
 
     try:
         click.echo(markdown(accuracy_table(list(inputs), metric)))
@@ -81,7 +81,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     from ..planning.paths import RESULTS
     from ..reporting.judged_config import ConfigMismatch
     from ..reporting.run_findings import report
-    from ..reporting.run_summary import SummaryError
+    from ..findings.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
         raise click.UsageError("give RESULTS or --from-summary, not both")
@@ -105,7 +105,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
 def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None) -> None:
     from ..config.layers import ConfigError
     from ..reporting import scales as across
-    from ..reporting.run_summary import SummaryError
+    from ..findings.run_summary import SummaryError
 
     try:
         click.echo(across.report(scales, markdown_file=markdown_file, readme=readme))

@@ -6,7 +6,7 @@ y = L_short - L_long, the gain of the whole long context; the diagonal x = y mea
 recover all of it. The last panel: the median fraction (L_short - L_short,sparse(k)) /
 (L_short - L_long) against k, over targets whose gain exceeds ``gain_threshold``, with a 95%
 percentile-bootstrap interval over targets
-(:func:`pipeline_src.reporting.influence_summary.recovered_gain`); beside it the same statistic of
+(:func:`pipeline_src.language.influence_summary.recovered_gain`); beside it the same statistic of
 the two null baselines (:mod:`pipeline_src.language.influence`): k far tokens drawn at random, and k
 tokens chosen the same way from another document's far tokens. The gap between the influential
 tokens and the second baseline is what the target's own far context adds beyond selection.
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..storage import datasets
 from ..storage.provenance import read_record
-from ..reporting.influence_summary import recovered_gain
+from ..language.influence_summary import recovered_gain
 from ..language.influence_config import InfluenceConfig
 from ..language.influence_table import influence_schema
 from .shared import grid_figure, save_figure, suptitle

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 
 from ..storage import datasets
-from ..reporting.influence_summary import tokens_needed
+from ..language.influence_summary import tokens_needed
 from ..language.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
 from .shared import save_figure, suptitle

@@ -56,7 +56,7 @@ The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to toke
 such as :func:`.logits.hf_logits_fn` for a Hugging Face model (see :mod:`.logits`).
 
 The analysis's parameters and the schema of its table live in :mod:`.influence_table` (no torch);
-the statistics the figures compute from the table, in :mod:`pipeline_src.reporting.influence_summary`.
+the statistics the figures compute from the table, in :mod:`pipeline_src.language.influence_summary`.
 """
 
 import sys

@@ -4,7 +4,7 @@ per-target table (``influence.parquet``); the analysis' parameters are
 
 The analysis itself (:mod:`.influence`) runs the model and imports torch; reading its table needs
 neither, and neither do the statistics the figures and ``lengthgen findings`` compute from it
-(:mod:`pipeline_src.reporting.influence_summary`).
+(:mod:`pipeline_src.language.influence_summary`).
 
 (No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
 """

@@ -35,7 +35,7 @@ from ..planning import paths
 from .landing import expected_values, figure_differences, value_differences, values_text
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..storage.provenance import upstream_values
-from .findings import FINDING_FIGURE
+from ..findings.verdicts import FINDING_FIGURE
 
 
 class ConfigMismatch(ValueError):

@@ -13,8 +13,8 @@ import polars as pl
 
 from ..planning import jobs
 from ..planning import paths
-from . import findings as judged
-from . import run_summary
+from ..findings import verdicts as judged
+from ..findings import run_summary
 
 README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
 

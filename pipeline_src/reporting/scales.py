@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from . import findings as judged
+from ..findings import verdicts as judged
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -100,7 +100,7 @@ def as_markdown(scales: list[Scale], found: list[list[judged.Finding] | None]) -
     folded section of its own."""
     import polars as pl
 
-    from .tables import markdown
+    from ..findings.tables import markdown
 
     claims = next((rows for rows in found if rows is not None), None)
     if claims is None:

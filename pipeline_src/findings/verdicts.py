@@ -1,8 +1,9 @@
 """The paper's four findings, each judged by a stated test from the figure it is drawn in: the
 figure's spec (:data:`FINDING_FIGURE` names each finding's figure) and the run-summary rows of the tables
 the figure is drawn from (:mod:`.run_summary`). Each figure's caption states its finding so
-(:func:`caption`); ``lengthgen findings`` judges all four (:mod:`.run_findings`; the README's section
-"The paper's findings"; docs/findings.md).
+(:func:`caption`); ``lengthgen findings`` judges all four
+(:mod:`pipeline_src.reporting.run_findings`; the README's section "The paper's findings";
+docs/findings.md).
 
 F1 to F3 read each run's headline metric seed by seed through :class:`.seed_summary.TaskResults`
 and make the comparisons their claim implies, each a one-sided test over seeds
@@ -16,8 +17,9 @@ training length is the longest of the task's training range, "1.5x" (or "2x") th
 evaluated length at least 1.5 (2) times it.
 
 F4 compares the median fraction of the long-context gain recovered by the target's own far tokens
-with that recovered by another document's, chosen alike (:func:`.influence_summary.recovered_gain`,
-as Figure 4 draws them): its unit is the target, and its test the two bootstrap intervals. F4'
+with that recovered by another document's, chosen alike
+(:func:`pipeline_src.language.influence_summary.recovered_gain`, as Figure 4 draws them): its unit
+is the target, and its test the two bootstrap intervals. F4'
 (beside it, as F1' beside F1) pairs the two per target: each gaining target's own fraction minus the
 other document's, one-sided Wilcoxon signed-rank tests (:func:`.significance.signed_rank`).
 """
@@ -340,7 +342,7 @@ def language_paired_finding(spec: dict, rows: pl.DataFrame) -> Finding:
     """F4' (written 2026-11-28, before any run judged it): per target gaining more than the gain
     threshold (L_short - L_long, which involves no selection), its own far tokens' recovered fraction
     minus another document's at F4's k; one-sided Wilcoxon signed-rank tests over those targets."""
-    from .influence_summary import paired_difference
+    from ..language.influence_summary import paired_difference
 
     k, threshold = run_summary.f4_k(spec), spec["gain_threshold"]
     criterion = (f"per target gaining more than {threshold:g} nats from its far context (the gain L_short - "

@@ -72,7 +72,7 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     from ..language.influence_config import InfluenceConfig
     from ..language.influence_table import influence_schema
     from ..storage import datasets
-    from .influence_summary import paired_fractions, recovered_gain
+    from ..language.influence_summary import paired_fractions, recovered_gain
 
     frame = datasets.read(influence, influence_schema(InfluenceConfig(context=spec["context"], local=spec["local"],
                                                                       k_max=spec["k_max"])))
