@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from pipeline_src.benchmarks.inference import format_influence_report, influence_benchmark, influence_case
+from pipeline_src.runs.benchmarks.inference import format_influence_report, influence_benchmark, influence_case
 from pipeline_src.device import describe_device, resolve_device
 from pipeline_src.language.influence import influential_tokens
 from pipeline_src.language.influence_config import SELECTIONS
@@ -34,7 +34,7 @@ from tests.influence_reference import reference_influential_tokens
 
 def compare(n_targets: int = 4, d_model: int = 128, n_layer: int = 4, n_head: int = 4, batch_size: int = 64,
             threads: int | None = None, device: str = "auto") -> dict:
-    """:func:`~pipeline_src.benchmarks.inference.influence_benchmark`'s result, plus ``reference_seconds``
+    """:func:`~pipeline_src.runs.benchmarks.inference.influence_benchmark`'s result, plus ``reference_seconds``
     (the reference on the same case), ``speedup`` (reference / batched) and ``same_choices``."""
     sizes = dict(n_targets=n_targets, d_model=d_model, n_layer=n_layer, n_head=n_head, batch_size=batch_size)
     result = influence_benchmark(**sizes, threads=threads, device=device)

@@ -138,11 +138,11 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
 def test_the_plumbing_is_what_declares_itself_so():
     """The modules left out of every digest are those with a top-level ``PLUMBING = True``: the CLI
     and the modules recording results (named here by import, so a rename or move is followed)."""
-    from pipeline_src import cli
-    from pipeline_src.cli import commands, options, tools
+    from pipeline_src import cli, options
+    from pipeline_src.cli import commands
     from pipeline_src.planning import paths
-    from pipeline_src.provenance import records, verify
-    from pipeline_src.reporting import cell_status
+    from pipeline_src.provenance import records
+    from pipeline_src.runs import cell_status, tools, verify
     from pipeline_src.storage import provenance
 
     modules = (cli, commands, options, tools, paths, records, verify, code_digest, cell_status, provenance)
@@ -217,20 +217,26 @@ def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
             assert not drawing, f"{stage} digest of {task} covers {drawing}"
 
 
-def cli_functions() -> dict[str, ast.FunctionDef]:
-    """The functions (methods included) of pipeline_src/cli/commands.py and cli/options.py, by name."""
-    trees = [ast.parse((REAL / "cli" / name).read_text()) for name in ("commands.py", "options.py")]
-    return {node.name: node for tree in trees for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+CLI_MODULES = {"cli": REAL / "cli" / "commands.py", None: REAL / "options.py"}  # package -> the module in it
 
 
-def imports_and_calls(function: ast.FunctionDef, functions: dict) -> tuple[set[str], set[str]]:
-    """The package modules ``function`` imports (dotted, relative to pipeline_src) and the functions
-    of ``functions`` it calls."""
+def cli_functions() -> dict[str, tuple[ast.FunctionDef, str | None]]:
+    """The functions (methods included) of pipeline_src/cli/commands.py and pipeline_src/options.py,
+    by name, each with the package of its module (None: pipeline_src itself)."""
+    return {node.name: (node, package) for package, path in CLI_MODULES.items()
+            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+
+
+def imports_and_calls(function: tuple[ast.FunctionDef, str | None], functions: dict) -> tuple[set[str], set[str]]:
+    """The package modules ``function`` (with its module's package) imports (dotted, relative to
+    pipeline_src) and the functions of ``functions`` it calls."""
+    function, home = function
     modules, calls = set(), set()
     for node in ast.walk(function):
         if isinstance(node, ast.ImportFrom):
-            assert node.level in (1, 2), f"{function.name}: import {node.module} not relative to pipeline_src"
-            package = "cli" if node.level == 1 else None  # the CLI's own package, or pipeline_src
+            levels = (1, 2) if home else (1,)  # within pipeline_src: from cli/ . or .., from options.py .
+            assert node.level in levels, f"{function.name}: import {node.module} not relative to pipeline_src"
+            package = home if node.level == 1 else None  # the module's own package, or pipeline_src
             for alias in node.names:
                 module = ".".join(filter(None, [package, node.module, alias.name]))  # from .package import module
                 modules.add(module if code_digest._path(module) else ".".join(filter(None, [package, node.module])))

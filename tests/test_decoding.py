@@ -244,7 +244,7 @@ def test_zero_new_tokens():
 
 
 def test_decode_benchmark_tiny():
-    from pipeline_src.benchmarks.inference import decode_benchmark, format_decode_report
+    from pipeline_src.runs.benchmarks.inference import decode_benchmark, format_decode_report
 
     result = decode_benchmark(length=6, batch_size=2, d_model=16, n_layer=1, n_head=2)
     assert result["identical"] and result["cached_tokens_per_s"] > 0 and result["full_tokens_per_s"] > 0

@@ -1,5 +1,5 @@
 """`lengthgen status --estimate`: a run's wall time on N cores, replayed from its jobs' benchmark files
-on the DAG Snakemake plans (pipeline_src/planning/estimate.py)."""
+on the DAG Snakemake plans (pipeline_src/runs/estimate.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.planning.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
+from pipeline_src.runs.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
                                                format_estimate, job_times, makespan, measured_seconds)
 from pipeline_src.cli import main
 from tests.helpers import copy_workflow
@@ -153,7 +153,7 @@ def smoke_estimate(*args: str):
 def test_the_command_replays_every_job_of_the_smoke_config(workdir, monkeypatch):
     """Every job of the smoke run takes 60 s: on one core the sum, on many the longest chain (data,
     training, evaluation, figure: 4 jobs); the language figures' own chains are as long."""
-    from pipeline_src.planning.estimate import planned_jobs
+    from pipeline_src.runs.estimate import planned_jobs
 
     monkeypatch.chdir(workdir)
     plan = planned_jobs([Path("config/smoke.yaml")], ["all", "figure1"])

@@ -21,7 +21,7 @@ from pipeline_src import studies
 from pipeline_src.cli import main
 from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings import run_summary
-from pipeline_src.reporting import run_findings
+from pipeline_src.runs import run_findings
 from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
@@ -479,7 +479,7 @@ def test_the_landing_page_leads_with_the_findings_judged_from_the_results(tmp_pa
     from docutils.core import publish_parts
 
     from pipeline_src import studies
-    from pipeline_src.reporting.landing import render
+    from pipeline_src.runs.landing import render
 
     write_f2(tmp_path, config, 0.8, 0.1)
     section = run_findings.landing_section(config, tmp_path)
@@ -547,7 +547,7 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
 
 
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
-    from pipeline_src.reporting import scales
+    from pipeline_src.runs import scales
 
     assert scales.cell(judged.not_configured("F3", "variable_assignment")) == scales.NOT_RUN
     missing = judged.Finding("F3", "claim", "criterion", "numbers", judged.undecided("no results for ppc"))

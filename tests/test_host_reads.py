@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from pipeline_src.benchmarks.host_reads import AtenOps, HostReads, step_profile
+from pipeline_src.runs.benchmarks.host_reads import AtenOps, HostReads, step_profile
 from pipeline_src.model import Decoder
 from pipeline_src.schemes import get_scheme
 from pipeline_src.training import train as training

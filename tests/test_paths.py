@@ -45,7 +45,7 @@ def string_constants(path: Path) -> list[str]:
 
 
 def test_status_writes_no_result_path_of_its_own():
-    written = [text for text in string_constants(REPO / "pipeline_src/reporting/cell_status.py")
+    written = [text for text in string_constants(REPO / "pipeline_src/runs/cell_status.py")
                if "results" in text.split("/") or RESULT_FILE.search(text)]
     assert written == []
 

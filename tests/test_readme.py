@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.reporting.run_findings import README_BEGIN, README_END
+from pipeline_src.runs.run_findings import README_BEGIN, README_END
 from tests.conftest import REPO
 
 README = REPO / "README.md"

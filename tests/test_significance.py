@@ -15,7 +15,7 @@ import pytest
 
 from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings import run_summary
-from pipeline_src.reporting import run_findings
+from pipeline_src.runs import run_findings
 from pipeline_src.findings import significance as sig
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
@@ -245,7 +245,7 @@ def structure_of(finding: judged.Finding) -> list[tuple[int, int, bool]]:
 def test_the_structures_are_the_default_configs_findings():
     """F1, F2 and F3 judged on rows of the default config's figures (every cell its own values)
     make the comparisons of F1_STRUCTURE, F2_STRUCTURE and F3_STRUCTURE, sharing runs alike."""
-    from pipeline_src.reporting import run_findings
+    from pipeline_src.runs import run_findings
 
     rng = np.random.default_rng(8)
     specs = run_findings.figure_specs(default_config())

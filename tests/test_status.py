@@ -174,7 +174,7 @@ def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
 
 
 def test_unfinished_cells_lists_diverged_cells_and_jobs_that_left_only_a_log(tmp_path):
-    from pipeline_src.reporting.cell_status import unfinished_cells, unfinished_warning
+    from pipeline_src.runs.cell_status import unfinished_cells, unfinished_warning
 
     assert unfinished_cells(tmp_path) == {"cells whose training diverged": "none",
                                           "jobs that failed (their log, no output)": "none"}

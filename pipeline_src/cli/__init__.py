@@ -1,6 +1,6 @@
-"""The ``lengthgen`` command: one command per pipeline step (:mod:`.commands`), the tools around
-them (:mod:`.tools`: status, findings, provenance, benchmarks) and their shared options
-(:mod:`.options`)."""
+"""The ``lengthgen`` command: one command per pipeline step (:mod:`.commands`), and the tools about
+runs beside them (status, findings, provenance, benchmarks, ...), registered from the one entry
+point of :mod:`pipeline_src.runs`; the options both share are :mod:`pipeline_src.options`."""
 
 import os
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import click
 
-from .options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, _model_job_errors
-from .tools import COMMANDS
+from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, _model_job_errors
+from ..runs import COMMANDS
 from ..studies import all_figures, study_of
 from ..storage.errors import one_line
 
@@ -263,7 +263,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
             write_caption(training_caption[0], training_outputs[0], training_caption[1], study.caption_run)
 
 
-for _command in COMMANDS:  # the commands that read what a run made (cli_tools)
+for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/runs/tools.py)
     main.add_command(_command)
 
 

@@ -2,7 +2,7 @@
 figure's spec (:data:`FINDING_FIGURE` names each finding's figure) and the run-summary rows of the tables
 the figure is drawn from (:mod:`.run_summary`). Each figure's caption states its finding so
 (:func:`caption`); ``lengthgen findings`` judges all four
-(:mod:`pipeline_src.reporting.run_findings`; the README's section "The paper's findings";
+(:mod:`pipeline_src.runs.run_findings`; the README's section "The paper's findings";
 docs/findings.md).
 
 F1 to F3 read each run's headline metric seed by seed through :class:`.seed_summary.TaskResults`

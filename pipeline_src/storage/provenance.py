@@ -8,7 +8,7 @@ input's bytes against that hash (:func:`read_checked`), and a record's inputs ch
 they were made from (:func:`trace`).
 
 This module imports nothing heavy: the Snakefile imports it (through
-:mod:`pipeline_src.reporting.cell_status`) at parse time.
+:mod:`pipeline_src.runs.cell_status`) at parse time.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pipeline_src.planning import devices
 from pipeline_src.language import language_jobs as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.provenance.code_digest import stage_digest
-from pipeline_src.reporting.landing import LandingPage
+from pipeline_src.runs.landing import LandingPage
 from pipeline_src.config.layers import BASE_CONFIG, ConfigError, read_config
 from pipeline_src.config.load import validate
 
@@ -31,7 +31,7 @@ except ConfigError as err:
 # The report's landing page (workflow/report/landing.rst), made only when a report prints it: the
 # paper's findings judged from the run's tables first (imported then: no job pays for it).
 def findings_section(config):
-    from pipeline_src.reporting.run_findings import landing_section
+    from pipeline_src.runs.run_findings import landing_section
 
     return landing_section(config)
 

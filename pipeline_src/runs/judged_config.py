@@ -6,7 +6,7 @@ lengths or k_test, or fail to read (an influence table of another context and k_
 the schema this config gives). So before judging, each table's provenance chain (the config subset
 of every job upstream of it, :func:`pipeline_src.storage.provenance.upstream_values`) is compared
 with the specs this config's jobs would run with, as the report's landing page compares a figure's
-(:func:`pipeline_src.reporting.landing.value_differences`). The chain is read in the results folder
+(:func:`pipeline_src.runs.landing.value_differences`). The chain is read in the results folder
 judged (records name their inputs under ``results/``, relative to the run's working directory), so
 a run's own folder moved or kept elsewhere is compared with its own upstream files. A model whose
 weights are not there (a GPU machine's results brought back without them) is compared by the
@@ -115,7 +115,7 @@ def layering_text(layering: tuple[Path, ...]) -> tuple[str, str]:
 def figure_match(figure: str, record: dict) -> tuple[Path, ...] | None:
     """The first shipped layering that draws ``figure`` as its provenance ``record`` says it was
     drawn: with the same spec, from inputs made with the config values it recorded (``made_with``;
-    :func:`pipeline_src.reporting.landing.figure_differences` finds none); None if none does."""
+    :func:`pipeline_src.runs.landing.figure_differences` finds none); None if none does."""
     from ..studies import study_of
 
     study = study_of(figure)

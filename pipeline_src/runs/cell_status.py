@@ -3,7 +3,7 @@ missing.
 
 A cell (task, variant, scheme, seed) is made by four jobs, as in ``workflow/rules``: its training
 set and evaluation set, its training and its evaluation (``accuracy.parquet``), their files named
-by :mod:`.paths` as the rules name them. Its state:
+by :mod:`pipeline_src.planning.paths` as the rules name them. Its state:
 
 * ``missing``: no accuracy table yet (the note says how far the chain got);
 * ``stale``: the accuracy table exists but Snakemake would remake it: a job of the chain recorded

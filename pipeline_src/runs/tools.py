@@ -1,6 +1,6 @@
 """The ``lengthgen`` commands that read what a run made or would make: result tables, the
-findings, TensorBoard export, provenance, status, config checks, job specs and the benchmark.
-Registered on :func:`pipeline_src.cli.main` with the pipeline steps."""
+findings, TensorBoard export, provenance, status, config checks, job specs and the benchmark
+(:data:`COMMANDS`, which :mod:`pipeline_src.cli` registers beside the pipeline steps)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from .options import CONFIGFILES, THREADS, _model_job_errors
-from ..benchmarks.sizes import SIZE as BENCHMARK_SIZE
+from ..options import CONFIGFILES, THREADS, _model_job_errors
+from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
 from ..evaluation.metrics import METRICS
 
 PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
@@ -79,8 +79,8 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     and the verdict. Tables whose provenance records another config stop it first, in one line naming
     the table, the field and the --configfile to pass where a shipped config matches."""
     from ..planning.paths import RESULTS
-    from ..reporting.judged_config import ConfigMismatch
-    from ..reporting.run_findings import report
+    from .judged_config import ConfigMismatch
+    from .run_findings import report
     from ..findings.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
@@ -104,7 +104,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
 
 def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None) -> None:
     from ..config.layers import ConfigError
-    from ..reporting import scales as across
+    from . import scales as across
     from ..findings.run_summary import SummaryError
 
     try:
@@ -119,7 +119,7 @@ def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None
 def tensorboard(results_dir: Path, out_dir: Path) -> None:
     """Write every model's training log under RESULTS_DIR (train/**, language/train/*) as TensorBoard
     event files in OUT_DIR, one run per model (`tensorboard --logdir OUT_DIR`; needs the tensorboard extra)."""
-    from ..reporting.tensorboard_export import ExportError, export
+    from .tensorboard_export import ExportError, export
 
     try:
         click.echo(f"wrote {len(export(results_dir, out_dir))} runs to {out_dir}", err=True)
@@ -166,7 +166,7 @@ def _shipped_config(figure: str, record: dict) -> tuple[tuple[Path, ...] | None,
     """The shipped layering that ``figure``'s provenance ``record`` matches first (None: none does),
     and a line saying so."""
     from ..config.layers import BASE_CONFIG
-    from ..reporting.judged_config import figure_match, layering_text
+    from .judged_config import figure_match, layering_text
 
     if not BASE_CONFIG.is_file():
         return None, f"config: no {BASE_CONFIG} here to compare with: run from the pipeline's working directory\n"
@@ -222,10 +222,10 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
     cores in dependency order (Snakemake's DAG of the config, every job), and each figure's target
     alone (`snakemake --cores N figure1`). A job without a benchmark file takes the mean of its
     rule's measured jobs; a rule never measured counts as 0 s and the estimate says it is partial.
-    Snakemake's own start and order add to it (see pipeline_src/planning/estimate.py)."""
+    Snakemake's own start and order add to it (see pipeline_src/runs/estimate.py)."""
     from ..config.layers import ConfigError
     from ..config.load import load_config
-    from ..reporting.cell_status import config_status, format_status
+    from .cell_status import config_status, format_status
 
     if not estimate and (cores is not None or results is not None):
         raise click.UsageError("--cores and --results go with --estimate")
@@ -254,7 +254,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
 def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: Path | None) -> None:
     """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
     be made."""
-    from ..planning.estimate import EstimateError, estimate_run
+    from .estimate import EstimateError, estimate_run
     from ..planning.paths import RESULTS
     from ..studies import figures
 
@@ -300,7 +300,7 @@ def spec(artifact: Path) -> None:
 
 
 def _verify(artifact: Path) -> None:
-    from ..provenance.verify import format_verification, verify
+    from .verify import format_verification, verify
 
     try:
         result = verify(artifact)
@@ -337,8 +337,8 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
     --influence N, the time of the batched influential-token analysis of N targets."""
-    from ..benchmarks.training_step import format_report, run_benchmark
-    from ..benchmarks.inference import (decode_benchmark, format_decode_report, format_influence_report, influence_benchmark)
+    from .benchmarks.training_step import format_report, run_benchmark
+    from .benchmarks.inference import (decode_benchmark, format_decode_report, format_influence_report, influence_benchmark)
 
     if influence_targets is not None:
         click.echo(format_influence_report(influence_benchmark(

@@ -1,8 +1,9 @@
-"""``lengthgen findings``: the paper's four findings of a config's runs, each judged (:mod:`.findings`)
-from the spec of the figure it is drawn in and the run-summary rows (:mod:`.run_summary`) of that
-figure's tables: the files its job reads under a results folder, or the rows of a run summary
-written by ``--export`` (``--from-summary``). The README's findings table is this command's
-Markdown, between :data:`README_BEGIN` and :data:`README_END`.
+"""``lengthgen findings``: the paper's four findings of a config's runs, each judged
+(:mod:`pipeline_src.findings.verdicts`) from the spec of the figure it is drawn in and the
+run-summary rows (:mod:`pipeline_src.findings.run_summary`) of that figure's tables: the files its
+job reads under a results folder, or the rows of a run summary written by ``--export``
+(``--from-summary``). The README's findings table is this command's Markdown, between
+:data:`README_BEGIN` and :data:`README_END`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 ``all`` and each figure's target (``snakemake --cores N figure1``), every job, up to date or not
 (``snakemake -n --forceall`` lists them), each with its rule, threads, benchmark file, the jobs
 whose outputs it reads, and whether Snakemake would rerun it. That DAG is the one listing of every
-job with its dependencies: the job chains in Python (:func:`.cell_jobs.cell_jobs`, the studies'
+job with its dependencies: the job chains in Python (:func:`pipeline_src.planning.cell_jobs.cell_jobs`, the studies'
 ``made_from``) cover a synthetic cell's four jobs and the files a figure needs, not the figure jobs,
 the natural-language jobs nor who reads what; the dependencies are written once, in
 ``workflow/rules``, and a second listing here could drift from them. Building it parses the
@@ -37,7 +37,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from ..planning import paths
 
 UNCAPPED_CORES = 1 << 20  # the DAG is built with this many cores, so that no rule's threads are capped yet
 BENCHMARKS = f"{paths.RESULTS}/benchmarks/"

@@ -25,7 +25,7 @@ With ``compile``, our step runs through ``torch.compile`` as the training loop r
 unless ``train.compile`` is false (:func:`pipeline_src.training.train.compiled`: CUDA graphs there);
 the warm-up steps then include the compilation. Without it both steps are eager. The inference
 benchmarks (KV-cache decoding, the influential-token analysis) are
-:mod:`pipeline_src.benchmarks.inference`.
+:mod:`pipeline_src.runs.benchmarks.inference`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import torch
 import torch.nn.functional as F
 
 from pipeline_src.device import autocast, describe_device, resolve_device
-from pipeline_src.benchmarks.host_reads import step_profile
-from pipeline_src.benchmarks.sizes import SIZE
+from pipeline_src.runs.benchmarks.host_reads import step_profile
+from pipeline_src.runs.benchmarks.sizes import SIZE
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.training.batches import TrainingBatch
 from pipeline_src.training.optimizer import AdamW
@@ -130,7 +130,7 @@ def _our_step(model: Decoder, tokens, positions, targets, precision, compile: bo
 def _tokens_per_s(step: Callable[[], None], tokens_per_step: int, steps: int, warmup: int,
                   device: torch.device) -> tuple[float, dict]:
     """(tokens/s over ``steps`` timed calls of ``step`` after ``warmup`` untimed ones, and one more
-    step's aten operations and host reads (:func:`pipeline_src.benchmarks.host_reads.step_profile`))."""
+    step's aten operations and host reads (:func:`pipeline_src.runs.benchmarks.host_reads.step_profile`))."""
     for _ in range(warmup):
         step()
     wait_for(device)

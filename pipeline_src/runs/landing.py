@@ -1,8 +1,8 @@
 """The landing page of ``snakemake --report``: first the paper's findings as the run's tables decide
-them (a section the Snakefile hands over: the findings belong to evaluation, which this package
-does not import), then the checkout making the report (git commit, dirty flag, package and library
-versions), whether each figure was made with the config the report was made with, and the cells
-under ``results/`` that did not finish.
+them (a section the Snakefile hands over: :mod:`.run_findings` judges them and reads this module's
+comparisons, so this module does not import it), then the checkout making the report (git commit,
+dirty flag, package and library versions), whether each figure was made with the config the report
+was made with, and the cells under ``results/`` that did not finish.
 
 Each figure's caption states what that figure was made with (its own provenance record:
 :mod:`pipeline_src.figures.caption`); this page compares those records with the report's config,

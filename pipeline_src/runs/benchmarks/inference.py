@@ -9,8 +9,8 @@ import time
 
 import torch
 
-from pipeline_src.benchmarks.sizes import SIZE
-from pipeline_src.benchmarks.training_step import VOCAB_SIZE, wait_for
+from pipeline_src.runs.benchmarks.sizes import SIZE
+from pipeline_src.runs.benchmarks.training_step import VOCAB_SIZE, wait_for
 from pipeline_src.device import describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
 

@@ -1,5 +1,7 @@
 """What the ``lengthgen`` commands share: the job's spec (``--spec``), the options several take,
-and the one-line error of a model job that cannot run here."""
+and the one-line error of a model job that cannot run here. The pipeline steps
+(:mod:`pipeline_src.cli.commands`) and the tools about runs (:mod:`pipeline_src.runs.tools`) both
+use them, so they sit below both: neither package imports the other for them."""
 
 from __future__ import annotations
 
@@ -41,8 +43,8 @@ CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
 def _model_job_errors():
     """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
     that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
-    from ..training.checkpoints import CheckpointError
-    from ..device import DeviceError
+    from .training.checkpoints import CheckpointError
+    from .device import DeviceError
 
     try:
         yield
