@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 
 def _spec(ctx, param, value: str) -> dict:

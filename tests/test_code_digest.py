@@ -5,6 +5,7 @@ each stage's entry modules are those its CLI command imports."""
 from __future__ import annotations
 
 import ast
+import pkgutil
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from pipeline_src.provenance import code_digest
 from pipeline_src.provenance.code_digest import (DRAWN_BY_NAME, STAGE_COMMANDS, STAGE_ENTRIES, closure,
-                                                  entry_modules, plumbing, stage_digest)
+                                                  entry_modules, left_out, stage_digest)
 from pipeline_src.language.language_study import DRAW
 from pipeline_src.tasks import TASKS
 
@@ -132,30 +133,59 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
     assert "figures.lines" in closure(entry_modules(*STAGE_JOBS["figures"]))  # from . import lines
     assert "tasks.task" in data and "" in data  # packages run their __init__
     every = set().union(*(closure(entry_modules(*job)) for job in [*STAGE_JOBS.values(), *TASK_JOBS]))
-    assert not every & plumbing()
+    assert not every & left_out()
 
 
-def test_the_plumbing_is_what_declares_itself_so():
-    """The modules left out of every digest are those with a top-level ``PLUMBING = True``: the CLI
-    and the modules recording results (named here by import, so a rename or move is followed)."""
-    from pipeline_src import cli, options
-    from pipeline_src.cli import commands
+def test_the_modules_left_out_are_those_that_say_so_or_whose_package_does():
+    """The modules left out of every digest are those with a top-level ``IN_CODE_DIGEST = False``
+    (the shared options, paths, provenance records and the digest itself) and every module of a
+    package whose ``__init__.py`` says so (the CLI and everything about runs): named here by import,
+    so a rename or move is followed, and a new module of those packages counts without a word."""
+    from pipeline_src import cli, options, runs
     from pipeline_src.planning import paths
     from pipeline_src.provenance import records
-    from pipeline_src.runs import cell_status, tools, verify
     from pipeline_src.storage import provenance
 
-    modules = (cli, commands, options, tools, paths, records, verify, code_digest, cell_status, provenance)
-    assert plumbing() == {code_digest._relative(module.__name__) for module in modules}
+    whole = {found.name for package in (cli, runs)
+             for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")}
+    assert {"pipeline_src.runs.benchmarks.sizes", "pipeline_src.cli.commands"} <= whole
+    modules = {module.__name__ for module in (cli, runs, options, paths, records, code_digest, provenance)} | whole
+    assert left_out() == {code_digest._relative(name) for name in modules}
 
 
-def test_a_module_declaring_itself_plumbing_leaves_every_closure(package):
+def test_a_module_saying_so_leaves_every_closure(package):
     entries = entry_modules(*STAGE_JOBS["figures"])
     assert "figures.lines" in closure(entries)
     with (package / "figures" / "lines.py").open("a") as module:
-        module.write("\nPLUMBING = True  # a comment after it\n")
+        module.write("\nIN_CODE_DIGEST = False  # a comment after it\n")
     code_digest.clear_cache()
-    assert "figures.lines" in plumbing() and "figures.lines" not in closure(entries)
+    assert "figures.lines" in left_out() and "figures.lines" not in closure(entries)
+
+
+def test_a_package_saying_so_takes_every_module_of_it_out_of_every_closure(package):
+    entries = entry_modules(*STAGE_JOBS["figures"])
+    drawing = {name for name in closure(entries) if name.startswith("figures.")}
+    assert "figures.lines" in drawing
+    (package / "figures" / "added.py").write_text("X = 1\n")
+    with (package / "figures" / "__init__.py").open("a") as init:
+        init.write("\nIN_CODE_DIGEST = False\n")
+    code_digest.clear_cache()
+    assert drawing | {"figures", "figures.added"} <= left_out()
+    assert not {name for name in closure(entries) if name.startswith("figures")}
+
+
+def test_no_module_a_digest_may_cover_imports_a_package_left_out_whole():
+    """The CLI and everything about runs stand above the experiment: a module that a job's digest
+    may cover importing one of theirs would leave that code out of the digest (and import back up)."""
+    out = left_out()
+    packages = [name for name in out if code_digest._path(name).name == "__init__.py"]
+    whole = {name for name in out for package in packages if name == package or name.startswith(f"{package}.")}
+    assert {"cli", "runs", "runs.tools"} <= whole
+    for path in code_digest.PACKAGE_DIR.rglob("*.py"):
+        name = code_digest._module_name(path)
+        if name not in out:
+            imported = set(code_digest._parse(path).imports) & whole
+            assert not imported, f"{name} imports {sorted(imported)}"
 
 
 def test_every_module_named_in_the_entries_exists():
@@ -268,7 +298,7 @@ def test_each_stage_s_entries_are_what_its_cli_functions_import():
     functions = cli_functions()
     assert STAGE_COMMANDS.keys() == STAGE_ENTRIES.keys()
     for stage, commands in STAGE_COMMANDS.items():
-        imported = reached(commands, functions)[0] - plumbing()
+        imported = reached(commands, functions)[0] - left_out()
         entries = set(STAGE_ENTRIES[stage]) - set(DRAWN_BY_NAME.get(stage, ()))
         assert imported == entries, (f"{stage}: {sorted(imported - entries)} imported by {commands} but no entry; "
                                      f"{sorted(entries - imported)} entries that they do not import")
@@ -284,7 +314,7 @@ def test_every_cli_function_importing_pipeline_code_runs_a_stage():
     would be in no digest: every such function is reached from a stage's functions."""
     functions = cli_functions()
     run = reached([name for commands in STAGE_COMMANDS.values() for name in commands], functions)[1]
-    plumbed = plumbing()
-    importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - plumbed}
+    out = left_out()
+    importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - out}
     assert importing <= run, f"{sorted(importing - run)} import pipeline code but run no stage's jobs"
 

@@ -4,7 +4,7 @@ point of :mod:`pipeline_src.runs`; the options both share are :mod:`pipeline_src
 
 import os
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # nor any module of this package: each records or dispatches (provenance/code_digest.py)
 
 # A job's log keeps the pipeline's own progress lines: libraries' tqdm bars are off (transformers
 # draws one while it de-quantizes a GGUF model). tqdm reads this when it is first imported (torch

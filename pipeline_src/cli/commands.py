@@ -21,8 +21,6 @@ from ..runs import COMMANDS
 from ..studies import all_figures, study_of
 from ..storage.errors import one_line
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
-
 
 class Commands(click.Group):
     """The command group: a failure inside a command (a spec missing a key, a table missing a

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..storage.provenance import sidecar_path
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 RESULTS = "results"
 GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (pipeline_src/device.py)

@@ -20,11 +20,14 @@ module (``get_task(name).module``) and scheme modules (the scheme's ``code_modul
 declares one) join its digest with their own closures. So editing one task's generator reruns only
 that task's jobs, and a task module importing another task's module depends on both.
 
-Not part of any digest, deliberately: the plumbing, each module of which says so itself with a
-top-level ``PLUMBING = True`` (:func:`plumbing` lists them): the CLI, which only dispatches, and the
-modules that record results without changing them (provenance records, written and read in
-:mod:`pipeline_src.storage.provenance`, status, verification, paths and this module). A renamed or
-moved plumbing module stays plumbing; a new one declares it.
+Not part of any digest, deliberately: the modules that dispatch or record results without changing
+them (:func:`left_out` lists them). Each says so itself with a top-level ``IN_CODE_DIGEST = False``
+(:data:`MARKER`): the shared command-line options, paths, provenance records (written and read in
+:mod:`pipeline_src.storage.provenance`) and this module; a package's ``__init__.py`` says so for
+every module of the package: the CLI (:mod:`pipeline_src.cli`), which only dispatches, and
+everything about runs (:mod:`pipeline_src.runs`: status, verification, findings over a results
+folder, benchmarks, ...). No list names them: a renamed or moved module keeps its word, and a new
+module of those packages is left out with them.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import NamedTuple
 
 from ..storage.canonical import sha256_text
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # pipeline_src/
 PACKAGE = "pipeline_src"
@@ -72,7 +75,8 @@ STAGE_ENTRIES = {
     "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
-MARKER = "PLUMBING"  # a module assigning True to this name at its top level is in no digest
+MARKER = "IN_CODE_DIGEST"  # a module assigning False to this name at its top level is in no digest (a
+# package's __init__.py: no module of the package is)
 
 
 def entry_modules(stage: str, task: str | None = None, scheme: str | None = None) -> list[str]:
@@ -107,15 +111,20 @@ def stage_digest(stage: str, task: str | None = None, scheme: str | None = None)
     return sha256_text("\0".join(parts))
 
 
-def plumbing() -> frozenset[str]:
-    """The modules (dotted, relative to ``pipeline_src``) that declare themselves plumbing
-    (``PLUMBING = True``): what no closure takes in."""
-    return frozenset(_module_name(path) for path in PACKAGE_DIR.rglob("*.py") if _parse(path).plumbing)
+def left_out() -> frozenset[str]:
+    """The modules (dotted, relative to ``pipeline_src``) left out of every digest: those that say so
+    (``IN_CODE_DIGEST = False``), or whose package does. What no closure takes in."""
+    return frozenset(name for name in map(_module_name, PACKAGE_DIR.rglob("*.py")) if _left_out(name))
+
+
+def _left_out(name: str) -> bool:
+    """Whether module ``name`` or a package enclosing it says it is in no digest."""
+    return any(_parse(_path(module)).left_out for module in (*_packages(name), name))
 
 
 def closure(entries: list[str] | tuple[str, ...]) -> set[str]:
     """Every module (dotted, relative to ``pipeline_src``) that importing ``entries`` imports within
-    the package, the entries and their packages included, the plumbing (:func:`plumbing`) left out."""
+    the package, the entries and their packages included, the modules of :func:`left_out` left out."""
     found: set[str] = set()
     pending = list(entries)
     while pending:
@@ -124,12 +133,11 @@ def closure(entries: list[str] | tuple[str, ...]) -> set[str]:
             continue
         if _path(name) is None:
             raise ModuleNotFoundError(f"{PACKAGE}.{name}: no such module under {PACKAGE_DIR}")
-        parsed = _parse(_path(name))
-        if parsed.plumbing:
+        if _left_out(name):
             continue
         found.add(name)
         pending.extend(_packages(name))
-        pending.extend(parsed.imports)
+        pending.extend(_parse(_path(name)).imports)
     return found
 
 
@@ -165,10 +173,10 @@ def _path(name: str) -> Path | None:
 
 class Parsed(NamedTuple):
     """What the digests read of a module: the dump of its syntax tree without docstrings, the
-    package modules it imports, and whether it declares itself plumbing."""
+    package modules it imports, and whether it says it is in no digest (:data:`MARKER`)."""
     dump: str
     imports: tuple[str, ...]
-    plumbing: bool
+    left_out: bool
 
 
 def _parse(path: Path) -> Parsed:
@@ -193,14 +201,14 @@ def _parsed(path: Path, mtime_ns: int, size: int) -> Parsed:
         raise SyntaxError(f"{path}:{err.lineno}: cannot parse for the code digest: {err.msg}") from None
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    plumbing = any(isinstance(node, ast.Assign) and ast.unparse(node) == f"{MARKER} = True" for node in tree.body)
+    left_out = any(isinstance(node, ast.Assign) and ast.unparse(node) == f"{MARKER} = False" for node in tree.body)
     imports: set[str] = set()
     for node in ast.walk(tree):  # children are queued before a node is seen: editing its body is safe
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.update(_imported(node, package))
         elif isinstance(node, DOCUMENTED) and ast.get_docstring(node, clean=False) is not None:
             node.body = node.body[1:] or [ast.Pass()]
-    return Parsed(ast.dump(tree), tuple(sorted(imports)), plumbing)
+    return Parsed(ast.dump(tree), tuple(sorted(imports)), left_out)
 
 
 def _imported(node: ast.Import | ast.ImportFrom, package: str) -> list[str]:

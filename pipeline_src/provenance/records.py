@@ -20,7 +20,7 @@ from pathlib import Path
 from ..storage.canonical import canonical_json, config_hash, sha256_file
 from .code_digest import PACKAGE_DIR, stage_digest
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 LIBRARIES = ("torch", "numpy", "polars", "pyarrow", "pandera", "matplotlib", "safetensors", "snakemake",
              "tokenizers", "gensim")

@@ -12,4 +12,6 @@ steps; the workflow reads :mod:`.cell_status` and :mod:`.landing` at parse time.
 
 from .tools import COMMANDS
 
+IN_CODE_DIGEST = False  # nor any module of this package: each records or dispatches (provenance/code_digest.py)
+
 __all__ = ["COMMANDS"]

@@ -38,8 +38,6 @@ from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from ..planning.cell_jobs import Job, cell_jobs
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
-
 STATES = ("done", "diverged", "stale", "missing")
 
 

@@ -13,8 +13,6 @@ from ..options import CONFIGFILES, THREADS, _model_job_errors
 from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
 from ..evaluation.metrics import METRICS
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
-
 
 @click.command("mechanism-table")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))

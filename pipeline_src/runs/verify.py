@@ -18,8 +18,6 @@ from pathlib import Path
 from ..storage.canonical import sha256_file
 from ..storage.provenance import read_record, sidecar_path
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
-
 
 @dataclass
 class Problem:

@@ -21,7 +21,7 @@ from typing import Callable
 from .atomic import replacing, write_text
 from .canonical import canonical_json, sha256_file
 
-PLUMBING = True  # it records or dispatches, never changes a result: in no code digest (provenance/code_digest.py)
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 PARQUET_KEY = "lengthgen.provenance"
 SIDECAR_SUFFIX = ".prov.json"
