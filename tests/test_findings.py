@@ -22,6 +22,7 @@ from pipeline_src.cli import main
 from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings import run_summary
 from pipeline_src.runs import run_findings
+from pipeline_src.runs.judged_config import finding_tables
 from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
@@ -56,7 +57,7 @@ def write_seeds(results, config, task, variant, scheme, accuracies, **kw) -> Non
 
 def judge_folder(config, results) -> list[judged.Finding]:
     """The four findings of ``config``'s runs judged from the tables under ``results``."""
-    return run_findings.findings(config, run_findings.results_rows(config, results))
+    return run_findings.findings(config, run_findings.table_rows(config, finding_tables(config, results)))
 
 
 def row(config, results, name: str) -> judged.Finding:
@@ -439,7 +440,7 @@ def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, c
     rng = np.random.default_rng(0)
     influence_table(config, tmp_path, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
     summary = tmp_path / "run.csv"
-    run_summary.write(run_findings.results_rows(config, tmp_path), summary)
+    run_summary.write(run_findings.table_rows(config, finding_tables(config, tmp_path)), summary)
     config["language"]["figure"]["n_boot"] += 1
     with pytest.raises(run_summary.SummaryError, match=r"run\.csv: .*n_boot=\d+, the config has language\.figure\.n_boot="):
         run_findings.summary_rows(config, summary)
@@ -729,7 +730,7 @@ def test_f4_paired_from_the_summary_is_as_from_the_tables(tmp_path, config):
     other = rng.uniform(0.0, 1.6, 40)
     influence_table(config, tmp_path, other + rng.normal(0.02, 0.1, 40), other)
     summary = tmp_path / "run.csv"
-    from_tables = run_findings.results_rows(config, tmp_path)
+    from_tables = run_findings.table_rows(config, finding_tables(config, tmp_path))
     run_summary.write(from_tables, summary)
     again = run_findings.summary_rows(config, summary)
     for name in ("F4", "F4'"):
@@ -741,7 +742,7 @@ def test_f4_paired_from_the_summary_is_as_from_the_tables(tmp_path, config):
 def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_before(tmp_path, config):
     rng = np.random.default_rng(4)
     influence_table(config, tmp_path, rng.uniform(0.4, 1.0, 12), rng.uniform(0.2, 0.8, 12))
-    rows = run_findings.results_rows(config, tmp_path)
+    rows = run_findings.table_rows(config, finding_tables(config, tmp_path))
     before = rows.filter(pl.col("metric") != run_summary.FRACTION)  # what an export made before F4' holds
     spec, _ = run_findings.figure_specs(config)["F4"]
     assert judged.judge("F4", spec, before) == judged.judge("F4", spec, rows)

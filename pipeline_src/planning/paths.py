@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Callable
 
 from ..storage.provenance import sidecar_path
 
@@ -175,6 +176,18 @@ def language_eval_outputs(lm="{lm}") -> dict[str, str]:
 def under(results: str | Path, path: str) -> Path:
     """``path`` (under ``results/``) under another results folder."""
     return Path(results, Path(path).relative_to(RESULTS))
+
+
+def locate_under(results: Path) -> Callable[[str], str]:
+    """Where a recorded input path is in the results folder ``results``: a path under ``results/``
+    moved there, any other as recorded."""
+
+    def locate(recorded: str) -> str:
+        try:
+            return str(under(results, recorded))
+        except ValueError:  # not under results/: a Hugging Face model's folder, say
+            return recorded
+    return locate
 
 
 def find(pattern: str, results: str | Path = RESULTS) -> list[tuple[Path, dict[str, str]]]:

@@ -42,41 +42,35 @@ class ConfigMismatch(ValueError):
     """Result tables made with another config than the one they would be judged by (one line)."""
 
 
-def locate_under(results: Path) -> Callable[[str], str]:
-    """Where a recorded input path is in the results folder ``results``: a path under ``results/``
-    moved there, any other as recorded."""
-
-    def locate(recorded: str) -> str:
-        try:
-            return str(paths.under(results, recorded))
-        except ValueError:  # not under results/: a Hugging Face model's folder, say
-            return recorded
-    return locate
-
-
-def first_difference(config: dict, results: Path) -> tuple[set[Path], tuple[Path, str] | None]:
-    """The tables ``config``'s findings read under ``results`` (findings in order, each figure's tables
-    in order) up to the first that records a config value ``config`` does not give its job, and that
-    table with "table: made with rule field=value, the config says value" (None where every table
-    matches or has no record)."""
+def finding_tables(config: dict, results: Path) -> dict[str, list[Path]]:
+    """The tables each figure of a finding that ``config`` draws reads under ``results`` (figure ->
+    its tables there, :func:`pipeline_src.studies.figure_inputs`; findings in order, each figure once)."""
     from ..studies import figure_inputs, study_of
 
-    compared: set[Path] = set()
-    for figure in dict.fromkeys(FINDING_FIGURE.values()):
+    return {figure: figure_inputs(config, figure, results) for figure in dict.fromkeys(FINDING_FIGURE.values())
+            if figure in study_of(figure).figures(config)}
+
+
+def first_difference(config: dict, results: Path) -> tuple[dict[str, list[Path]], tuple[Path, str] | None]:
+    """The tables ``config``'s findings read under ``results`` (:func:`finding_tables`), and the first
+    of them (findings in order, each figure's tables in order) that records a config value
+    ``config`` does not give its job, with "table: made with rule field=value, the config says
+    value" (None where every table matches or has no record)."""
+    from ..studies import study_of
+
+    tables = finding_tables(config, results)
+    locate = paths.locate_under(results)
+    for figure, inputs in tables.items():
         study = study_of(figure)
-        if figure not in study.figures(config):
-            continue
-        tables = figure_inputs(config, figure, results)
-        expected = expected_values(config, study, figure) if tables else {}
-        for table in tables:
-            compared.add(Path(table))
-            made_with = upstream_values([table], locate_under(results), paths.same_job)
+        expected = expected_values(config, study, figure) if inputs else {}
+        for table in inputs:
+            made_with = upstream_values([table], locate, paths.same_job)
             differences = value_differences(made_with, expected, study.train_rule)
             if differences:
                 rule, key, values, allowed = differences[0]
-                return compared, (Path(table), f"{table}: made with {rule} {key}={values_text(values)}, "
-                                               f"the config says {values_text(allowed) or 'unset'}")
-    return compared, None
+                return tables, (Path(table), f"{table}: made with {rule} {key}={values_text(values)}, "
+                                             f"the config says {values_text(allowed) or 'unset'}")
+    return tables, None
 
 
 def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
@@ -123,18 +117,19 @@ def figure_match(figure: str, record: dict) -> tuple[Path, ...] | None:
                          and not figure_differences(config, study, figure, record))
 
 
-def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> None:
-    """A ConfigMismatch naming the first table under ``results`` made with another config than
-    ``config`` (``config/config.yaml`` with ``configfiles`` over it), and the ``--configfile``s to
-    pass instead; nothing where every table matches."""
-    found = first_difference(config, results)[1]
+def check(config: dict, results: Path, configfiles: tuple[Path, ...]) -> dict[str, list[Path]]:
+    """The tables ``config``'s findings read under ``results`` (:func:`finding_tables`), where every
+    one was made with ``config`` (``config/config.yaml`` with ``configfiles`` over it) or has no
+    record; else a ConfigMismatch naming the first that was not, and the ``--configfile``s to pass
+    instead."""
+    tables, found = first_difference(config, results)
     if found is None:
-        return
+        return tables
     table, found = found
 
     def reads_it_alike(other: dict) -> bool:  # every table matches, the one that differs here among them
-        compared, differs = first_difference(other, results)
-        return differs is None and table in compared
+        read, differs = first_difference(other, results)
+        return differs is None and any(table in inputs for inputs in read.values())
     layering = shipped_match(reads_it_alike, configfiles)
     if layering is None:
         hint = "pass the --configfile(s) these results were made with"

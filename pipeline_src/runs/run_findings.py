@@ -33,12 +33,12 @@ def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
     return specs
 
 
-def results_rows(config: dict, results: Path) -> pl.DataFrame:
-    """The run-summary rows of every finding's figure of ``config``, from the tables under ``results``."""
-    from ..studies import figure_inputs
-
+def table_rows(config: dict, tables: dict[str, list[Path]]) -> pl.DataFrame:
+    """The run-summary rows of every finding's figure of ``config``, from ``tables`` (figure -> the
+    tables its job reads: :func:`.judged_config.finding_tables` of a results folder, as
+    :func:`.judged_config.check` returns them)."""
     drawn = {judged.FINDING_FIGURE[name]: spec for name, (spec, _) in figure_specs(config).items() if spec is not None}
-    parts = [run_summary.figure_rows(spec, figure_inputs(config, figure, results)) for figure, spec in drawn.items()]
+    parts = [run_summary.figure_rows(drawn[figure], inputs) for figure, inputs in tables.items()]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
 
 
@@ -70,8 +70,7 @@ def landing_section(config: dict, results: Path | None = None) -> list[str]:
     intro = [LANDING_HEADING, "", "Each comparison: a one-sided permutation test over seeds (alpha 0.05), the "
              "difference with its 95% confidence interval; docs/findings.md says how the verdicts follow.", ""]
     try:
-        check(config, results, ())
-        found = findings(config, results_rows(config, results))
+        found = findings(config, table_rows(config, check(config, results, ())))
     except (ConfigMismatch, run_summary.SummaryError, ValueError, OSError) as err:
         return [*intro, f"Not judged: {one_line(err)}", ""]
     return [*intro, *judged.as_rst(found)]
@@ -111,8 +110,9 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if from_summary is None:
         from .judged_config import check
 
-        check(config, results, configfiles)
-    rows = summary_rows(config, from_summary) if from_summary else results_rows(config, results)
+        rows = table_rows(config, check(config, results, configfiles))
+    else:
+        rows = summary_rows(config, from_summary)
     if keep_others and export is not None and export.is_file():
         rows = run_summary.merged(summary_rows(config, export), rows)
     found = findings(config, rows)
