@@ -40,7 +40,7 @@ CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
 
 
 @contextlib.contextmanager
-def _model_job_errors():
+def model_job_errors():
     """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
     that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
     from .training.checkpoints import CheckpointError

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, _model_job_errors
+from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, model_job_errors
 from ..runs import COMMANDS
 from ..studies import all_figures, study_of
 from ..storage.errors import one_line
@@ -141,7 +141,7 @@ def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens:
     """A language model's held-out loss by position, and its losses on the analysed targets."""
     from ..language.analysis import evaluate_model
 
-    with _model_job_errors():
+    with model_job_errors():
         evaluate_model(spec, model_dir, tokens, out_positions, out_targets, rule=rule, threads=threads)
 
 
@@ -164,7 +164,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 
     if (model_dir is None) == (hf_model is None):
         raise click.UsageError("give exactly one of --model-dir and --hf-model")
-    with _model_job_errors():
+    with model_job_errors():
         analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
 
 
@@ -183,7 +183,7 @@ def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_d
     """Sweep every evaluation cell with one trained model."""
     from ..evaluation.evaluate import evaluate as run
 
-    with _model_job_errors():
+    with model_job_errors():
         run(spec, model_dir, eval_data, out, rule=rule, threads=threads, mechanism_dir=mechanism_dir)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..options import CONFIGFILES, THREADS, _model_job_errors
+from ..options import CONFIGFILES, THREADS, model_job_errors
 from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
 from ..evaluation.metrics import METRICS
 
@@ -348,7 +348,7 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
                                                          d_model=d_model, n_layer=n_layer, n_head=n_head,
                                                          threads=threads, device=device)))
         return
-    with _model_job_errors():
+    with model_job_errors():
         result = run_benchmark(d_model=d_model, n_layer=n_layer, n_head=n_head, seq_len=seq_len,
                                batch_size=batch_size, steps=steps, threads=threads, precision=precision,
                                device=device, compile=compile_step, warmup=10 if compile_step else 3,
