@@ -157,6 +157,23 @@ def test_lint_is_clean(pipeline):
 
 
 @pytest.mark.e2e
+def test_each_job_records_the_name_of_its_rule(pipeline):
+    # A rule passes its own name to the command as params.rule: Snakemake's `{rule}` would say it once,
+    # but its lint rejects `{rule}` in a shell command. So a renamed rule must fail here, not record
+    # another rule's name in every provenance record it writes.
+    done = snakemake(pipeline, "-n", "-p", "--forceall", "all", "--configfile", "config/smoke.yaml")
+    named = {}
+    for block in re.split(r"\n(?=(?:local)?rule )", done.stdout):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        passed = re.search(r"lengthgen [\w-]+(?: \S+)? --rule (\S+)", block)
+        if rule and passed:
+            named.setdefault(rule[1], set()).add(passed[1])
+    assert {"train_data", "eval_data", "train", "evaluate", "plot_figure1", "language_corpus", "language_train",
+            "language_eval", "language_influence"} <= set(named)
+    assert {rule: names for rule, names in named.items() if names != {rule}} == {}
+
+
+@pytest.mark.e2e
 def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline):
     """The report as a person sees it (rendered by a headless browser): a landing page led by the
     findings' verdicts and comparisons, with labelled entries for the code version, libraries and
