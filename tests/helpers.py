@@ -66,6 +66,16 @@ def planned_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, re.M)}
 
 
+def planned_blocks(stdout: str) -> list[tuple[str, str]]:
+    """Each job of a dry run's output (``snakemake -n -p``) as (its rule, its block of lines)."""
+    blocks = []
+    for block in re.split(r"\n(?=(?:local)?rule )", stdout):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        if rule:
+            blocks.append((rule[1], block))
+    return blocks
+
+
 def write_override(workdir: Path, name: str, body: dict) -> str:
     path = workdir / "config" / name
     path.write_text(yaml.safe_dump(body))

@@ -240,7 +240,7 @@ def test_cell_jobs_are_the_jobs_the_rules_plan(tmp_path):
     import sys
 
     from pipeline_src.planning import jobs
-    from tests.helpers import copy_workflow
+    from tests.helpers import copy_workflow, planned_blocks
 
     workdir = copy_workflow(tmp_path)
     done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "all", "--configfile",
@@ -248,12 +248,11 @@ def test_cell_jobs_are_the_jobs_the_rules_plan(tmp_path):
                           cwd=workdir, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     planned = set()
-    for block in re.split(r"\n(?=(?:local)?rule )", done.stdout):
-        rule = re.match(r"(?:local)?rule (\w+):", block)
+    for rule, block in planned_blocks(done.stdout):
         spec = re.search(r"--spec '([^']*)'", block)
-        if rule and spec and rule[1] in {"train_data", "eval_data", "train", "evaluate"}:
+        if spec and rule in {"train_data", "eval_data", "train", "evaluate"}:
             outputs = re.search(r"^\s*output: (.*)$", block, re.M)[1].split(", ")
-            planned.add((rule[1], canonical_json(json.loads(spec[1])), tuple(sorted(outputs))))
+            planned.add((rule, canonical_json(json.loads(spec[1])), tuple(sorted(outputs))))
     config = load_config([workdir / "config" / "smoke.yaml"], base=workdir / "config" / "config.yaml")
     config["device"] = "cpu"
     described = {(job.rule, canonical_json(job.spec), tuple(sorted(job.outputs)))

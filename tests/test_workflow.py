@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, copy_workflow, planned_jobs,
-                           snakemake, write_override)
+from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, copy_workflow, planned_blocks,
+                           planned_jobs, snakemake, write_override)
 
 
 @pytest.fixture(scope="module")
@@ -163,11 +163,10 @@ def test_each_job_records_the_name_of_its_rule(pipeline):
     # another rule's name in every provenance record it writes.
     done = snakemake(pipeline, "-n", "-p", "--forceall", "all", "--configfile", "config/smoke.yaml")
     named = {}
-    for block in re.split(r"\n(?=(?:local)?rule )", done.stdout):
-        rule = re.match(r"(?:local)?rule (\w+):", block)
+    for rule, block in planned_blocks(done.stdout):
         passed = re.search(r"lengthgen [\w-]+(?: \S+)? --rule (\S+)", block)
-        if rule and passed:
-            named.setdefault(rule[1], set()).add(passed[1])
+        if passed:
+            named.setdefault(rule, set()).add(passed[1])
     assert {"train_data", "eval_data", "train", "evaluate", "plot_figure1", "language_corpus", "language_train",
             "language_eval", "language_influence"} <= set(named)
     assert {rule: names for rule, names in named.items() if names != {rule}} == {}
