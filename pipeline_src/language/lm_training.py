@@ -23,6 +23,7 @@ class LanguageSource(lm.WindowSource):
     stage = "language_train"
     code_task = None  # the code digest of a language model covers no task module
     records_divergence = False
+    k_train = curriculum = None  # windows of text have no k
 
     def __init__(self, spec: dict, tokens: Path, tokenizer: Path):
         self.vocab_size = load_tokenizer(tokenizer).get_vocab_size()

@@ -178,6 +178,9 @@ def _check_path_names(config: dict, task: str) -> None:
 
 def _check_task(config: dict, task: str) -> None:
     section, declared = config[task], get_task(task)
+    if "curriculum" in section["train"] and not declared.layout.by_k_train:
+        raise TaskConfigError(f"{task}.train.curriculum: a curriculum over k needs a task trained on k_train "
+                              "(sparse_parity, sparse_parity_scratchpad)")
     try:
         declared.layout.check_variants(section)
         if declared.check_section is not None:

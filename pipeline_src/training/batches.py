@@ -49,6 +49,8 @@ class TrainingBatch:
     # long [n]: where loss_mask is True, as indices into [B * T] (found on the CPU, so that selecting
     # on a GPU needs no host read); None when every target is scored (full windows)
     scored_rows: torch.Tensor | None
+    # long [B]: each row's k, where the source's samples have one (the log counts accuracy per k); else None
+    groups: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> "TrainingBatch":
         """The same batch with every tensor on ``device`` (the same tensors where they already are;
@@ -72,9 +74,10 @@ class TrainingBatch:
         return rows if self.scored_rows is None else rows[self.scored_rows]
 
 
-def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int) -> TrainingBatch:
+def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int,
+                   groups: torch.Tensor | None = None) -> TrainingBatch:
     """Rows ``index`` as next-token-prediction tensors, padded to a multiple of ``pad_multiple``
-    so that the CPU sees few distinct shapes."""
+    so that the CPU sees few distinct shapes; ``groups`` (each row's k, or None) carried along."""
     lengths = table.lengths[index] - 1
     width = int(lengths.max())
     width = -(-width // pad_multiple) * pad_multiple
@@ -84,7 +87,7 @@ def training_batch(table: SequenceTable, index: torch.Tensor, pad_multiple: int)
     real = column < lengths[:, None]
     loss_mask = (column >= table.prompt_lengths[index][:, None] - 1) & real
     return TrainingBatch(tokens[:, :-1], positions, tokens[:, 1:], loss_mask, lengths,
-                         scored_rows=loss_mask.flatten().nonzero().squeeze(1))
+                         scored_rows=loss_mask.flatten().nonzero().squeeze(1), groups=groups)
 
 
 def _fit(matrix: torch.Tensor, width: int) -> torch.Tensor:

@@ -23,6 +23,9 @@ from ..schemes import Scheme
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
               "position_accuracy": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
               "seconds": pl.Float64}
+# the columns a log adds where the batches carry each row's k: per step, the response tokens
+# predicted right and those scored, per k = 1..K_train (list index k - 1)
+K_LOG_SCHEMA = {"k_correct": pl.List(pl.Int64), "k_scored": pl.List(pl.Int64)}
 SECONDS = list(LOG_SCHEMA).index("seconds")
 HELDOUT_SCHEMA = {"step": pl.Int64, "heldout_loss": pl.Float64, "heldout_tokens": pl.Int64}
 
@@ -39,7 +42,7 @@ class TrainingDiverged(RuntimeError):
 class RunState:
     """One training run in progress: what it trains and where, and how far it has got. Its resume
     checkpoint holds what changes from step to step (the step, weights, optimizer, random
-    generator, logs and pending batches)."""
+    generator, logs, pending batches and the curriculum's state)."""
 
     spec: dict
     out_dir: Path
@@ -54,6 +57,8 @@ class RunState:
     step: int = 0  # steps done
     log: list = field(default_factory=list)  # rows of LOG_SCHEMA
     heldout_log: list = field(default_factory=list)  # rows of HELDOUT_SCHEMA
+    # per row of ``log`` where the batches carry each row's k: (tokens right per k, tokens scored per k)
+    k_log: list = field(default_factory=list)
     # steps not yet read back: (step, lr, seconds, [loss, accuracy, position accuracy, gradient norm] on the device)
     unread: list = field(default_factory=list)
     saved_step: int | None = None  # the step of the last good checkpoint
@@ -83,6 +88,10 @@ class RunState:
                  "generator": self.generator.get_state(), "log": self.log, "pending": self.source.pending}
         if self.source.heldout_every:
             state["heldout_log"] = self.heldout_log
+        if self.k_log:
+            state["k_log"] = self.k_log
+        if self.source.curriculum is not None:
+            state["curriculum"] = self.source.curriculum.state()
         save_state(self.resume_path, state)
         self.saved_step = self.step
 
@@ -107,7 +116,10 @@ class RunState:
         if not finite(self.model):
             raise CheckpointError(f"{path}: resume checkpoint holds non-finite weights; delete it to start over")
         self.source.pending = state["pending"]
+        if self.source.curriculum is not None:
+            self.source.curriculum.restore(state["curriculum"])
         self.step, self.log, self.heldout_log = state["step"], state["log"], state.get("heldout_log", [])
+        self.k_log = state.get("k_log", [])
         self.saved_step = self.step
 
     def diverged(self, step: int, what: str) -> TrainingDiverged:

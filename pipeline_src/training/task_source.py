@@ -10,6 +10,7 @@ import torch
 
 from ..storage import datasets
 from .batches import SequenceTable, TrainingBatch, training_batch
+from .curriculum import KCurriculum
 from ..schemes import get_scheme
 from ..tasks import get_task
 
@@ -22,7 +23,9 @@ class TaskSource:
     line of progress), ``vocab_size``, ``pending`` (state carried across a resume), ``records_divergence``
     (a divergence is the run's result, else it is raised), ``heldout_every`` (steps between held-out
     losses, logged to ``heldout_log.parquet``; None: none) with ``heldout_loss(model, device)`` ->
-    (mean loss, tokens scored), and :meth:`next_batch`.
+    (mean loss, tokens scored), ``k_train`` (the largest k of a task whose samples have one, whose batches
+    carry each row's k so that the log counts accuracy per k; None: no k), ``curriculum`` (a
+    :class:`~.curriculum.KCurriculum`, or None) and :meth:`next_batch`.
     """
 
     stage = "train"
@@ -34,6 +37,14 @@ class TaskSource:
         frame = datasets.read(train_data, lambda: task.schema, checked_when_written=True)
         self.table = SequenceTable.from_frame(frame, coupled=scheme.coupled)
         self.opt, self.pending = spec["train"], []
+        # each sample's k where the task trains on k ~ Unif{1..K_train} (sparse parity and its scratchpad variant)
+        self.k_train = spec.get("k_train")
+        self.k = None if self.k_train is None else torch.from_numpy(frame["k"].to_numpy().astype("int64"))
+        if self.k is not None and int(self.k.max()) > self.k_train:
+            raise ValueError(f"{train_data}: samples of k up to {int(self.k.max())}, but the spec's k_train is "
+                             f"{self.k_train} (a training set of another K_train?)")
+        options = self.opt.get("curriculum")
+        self.curriculum = KCurriculum.of(options, self.k_train) if options and self.k_train else None
         self.vocab_size = len(task.vocab)
         self.inputs = {"train_data": train_data}
         self.description = {"k_train": spec.get("k_train"), "vocab": list(task.vocab.tokens)}
@@ -43,18 +54,25 @@ class TaskSource:
     def next_batch(self, generator: torch.Generator) -> TrainingBatch:
         """The next batch of the pending ones, drawing ``length_grouping`` new ones when none is left."""
         if not self.pending:
+            allowed = None if self.curriculum is None or self.curriculum.done else self.curriculum.allowed(self.k)
             self.pending = grouped_batches(self.table.lengths, self.opt["batch_size"], self.opt["length_grouping"],
-                                           generator)
-        return training_batch(self.table, self.pending.pop(), self.opt["pad_multiple"])
+                                           generator, allowed)
+        index = self.pending.pop()
+        return training_batch(self.table, index, self.opt["pad_multiple"],
+                              groups=None if self.k is None else self.k[index])
 
 
 def grouped_batches(lengths: torch.Tensor, batch_size: int, groups: int,
-                    generator: torch.Generator) -> list[torch.Tensor]:
+                    generator: torch.Generator, allowed: torch.Tensor | None = None) -> list[torch.Tensor]:
     """Draw ``groups`` batches of uniformly random samples at once and group them by length.
 
     The samples are exactly as random as ``groups`` independent draws; only which batch each lands
-    in depends on its length, so each batch needs less padding. Returned in random order."""
-    index = torch.randint(len(lengths), (batch_size * groups,), generator=generator)
+    in depends on its length, so each batch needs less padding. Returned in random order. ``allowed``
+    (indices) limits the draw to those samples (a curriculum's); None: every sample."""
+    if allowed is None:
+        index = torch.randint(len(lengths), (batch_size * groups,), generator=generator)
+    else:
+        index = allowed[torch.randint(len(allowed), (batch_size * groups,), generator=generator)]
     index = index[lengths[index].argsort(stable=True)]
     order = torch.randperm(groups, generator=generator)
     return list(index.view(groups, batch_size)[order])

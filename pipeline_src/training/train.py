@@ -45,7 +45,7 @@ from ..storage.atomic import check_writable, write_text
 from ..storage.errors import one_line
 from .optimizer import AdamW
 from .batches import TrainingBatch
-from .run_state import HELDOUT_SCHEMA, LOG_SCHEMA, SECONDS, RunState, TrainingDiverged, finite
+from .run_state import HELDOUT_SCHEMA, K_LOG_SCHEMA, LOG_SCHEMA, SECONDS, RunState, TrainingDiverged, finite
 from .task_source import TaskSource
 from ..storage.canonical import config_hash
 from ..storage.provenance import attach
@@ -167,15 +167,16 @@ def _take_step(state: RunState) -> None:
 def _update(state: RunState, batch: TrainingBatch, positions: torch.Tensor) -> torch.Tensor:
     """:func:`train_step` through the compiled model where the run compiles. Where the device chose
     to compile (the config does not say), a compile that fails before its first step trains eager."""
+    k_train = state.source.k_train if batch.groups is not None else None
     try:
-        numbers = train_step(state.model, state.optimizer, batch, positions, state.opt, state.forward)
+        numbers = train_step(state.model, state.optimizer, batch, positions, state.opt, state.forward, k_train)
     except Exception as err:  # noqa: BLE001 (the compiler's failures have no common type)
         if state.forward is None or "compile" in state.opt or state.compiled_steps:
             raise
         state.say(f"WARNING: torch.compile failed on {describe_device(state.device)} ({one_line(err)}); training "
                   "eager instead (train.compile: false skips the attempt)")
         state.forward = None  # nothing was updated: the compiled step fails before the optimizer's
-        numbers = train_step(state.model, state.optimizer, batch, positions, state.opt)
+        numbers = train_step(state.model, state.optimizer, batch, positions, state.opt, k_train=k_train)
     state.compiled_steps += state.forward is not None
     return numbers
 
@@ -189,8 +190,11 @@ def _log_and_checkpoint(state: RunState) -> None:
     heldout = state.source.heldout_every and (step % state.source.heldout_every == 0 or step == total)
     reported = step % opt["log_every"] == 0 or step == total
     checkpoint = step % opt["checkpoint_every"] == 0 and step < total
-    if heldout or reported or checkpoint:  # (reported includes the last step)
+    curriculum = state.source.curriculum is not None and state.source.curriculum.due(step) and step < total
+    if heldout or reported or checkpoint or curriculum:  # (reported includes the last step)
         _read_log(state)
+    if curriculum:
+        _advance_curriculum(state)
     if heldout:
         with autocast(state.device, opt["precision"]):
             state.heldout_log.append((step, *state.source.heldout_loss(state.model, state.device)))
@@ -208,13 +212,29 @@ def _read_log(state: RunState) -> None:
     steps (and at held-out losses and checkpoints). A non-finite loss or gradient norm stops the
     run at its first such step, whose row and later ones are dropped (as a run stopped there)."""
     values = torch.stack([row[3] for row in state.unread]).tolist() if state.unread else []
-    for (at, lr_at, seconds, _), (loss_at, accuracy_at, position_at, norm_at) in zip(state.unread, values):
+    for (at, lr_at, seconds, _), (loss_at, accuracy_at, position_at, norm_at, *per_k) in zip(state.unread, values):
         if not math.isfinite(loss_at):
             raise state.diverged(at, f"the loss is {loss_at}")
         if not math.isfinite(norm_at):
             raise state.diverged(at, f"the gradient norm is {norm_at}")
         state.log.append((at, loss_at, accuracy_at, position_at, lr_at, norm_at, seconds))
+        if per_k:
+            half = len(per_k) // 2
+            state.k_log.append(([int(n) for n in per_k[:half]], [int(n) for n in per_k[half:]]))
     state.unread.clear()
+
+
+def _advance_curriculum(state: RunState) -> None:
+    """At a check of the curriculum, raise its k_max if the last ``every`` steps learned it (see
+    :class:`~.curriculum.KCurriculum`); the batches drawn under the old k_max are dropped."""
+    curriculum = state.source.curriculum
+    window = state.k_log[-curriculum.every:]
+    correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*window))
+    at = curriculum.k_max - 1
+    if curriculum.check(state.step, correct, scored):
+        state.source.pending = []
+        state.say(f"step {state.step}: curriculum raises k_max to {curriculum.k_max} (accuracy "
+                  f"{correct[at] / scored[at]:.3f} at k = {at + 1} over the last {len(window)} steps)")
 
 
 def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
@@ -235,6 +255,8 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
         description["diverged"] = diverged
     save_model(model, out_dir, description, record, with_weights=not diverged)
     frame = pl.DataFrame(state.log, schema=LOG_SCHEMA, orient="row")
+    if state.k_log:
+        frame = frame.with_columns(pl.DataFrame(state.k_log, schema=K_LOG_SCHEMA, orient="row"))
     attach(out_dir / "train_log.parquet", record,
            lambda tmp, meta: frame.write_parquet(tmp, metadata=meta, statistics=False))
     tail = frame.tail(max(1, len(frame) // 10))
@@ -243,6 +265,10 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
                "config_hash": record["config_hash"], "device": device}
     if was_compiled:
         summary["compiled"] = True
+    if state.k_log:
+        summary["final_accuracy_by_k"] = accuracy_by_k(state.k_log[-len(tail):])
+    if source.curriculum is not None:
+        summary["curriculum"] = source.curriculum.summary()
     if diverged:
         summary["diverged"] = diverged
     if slot := held_gpu_slot():
@@ -256,13 +282,22 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
     return summary
 
 
+def accuracy_by_k(k_log: list) -> dict[str, float | None]:
+    """Training accuracy per k ("1".."K_train") over the steps of ``k_log`` (rows of (right, scored)
+    per k); None for a k no step drew."""
+    correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*k_log))
+    return {str(k): (right / n if n else None) for k, (right, n) in enumerate(zip(correct, scored), start=1)}
+
+
 def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,
-               opt: dict, forward: Callable | None = None) -> torch.Tensor:
+               opt: dict, forward: Callable | None = None, k_train: int | None = None) -> torch.Tensor:
     """One update of ``model`` on ``batch`` (on the model's device; ``positions`` [B, T+1] the IDs of
     its inputs and of the last target, already checked), through ``forward`` (the model compiled,
     :func:`compiled`) if given. Returns [loss, accuracy, position accuracy (NaN without a position
     head), gradient norm] as float64 on the device (float64 holds the float32 loss and norm
-    exactly): nothing is read back to the host."""
+    exactly): nothing is read back to the host. With ``k_train`` (the batch's rows carry their k,
+    ``batch.groups``), followed by the response tokens predicted right, then those scored, per k =
+    1..k_train (:func:`per_k_counts`)."""
     with autocast(positions.device, opt["precision"]):
         out = (model if forward is None else forward)(batch.inputs, positions[:, :-1], positions_checked=True)
     picked = batch.scored(out.token_logits).float()
@@ -278,8 +313,19 @@ def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
     optimizer.step()
-    accuracy = (picked.argmax(-1) == answer).double().mean()
-    return torch.stack((loss.double(), accuracy, position_accuracy, grad_norm.double()))
+    hits = picked.argmax(-1) == answer
+    numbers = torch.stack((loss.double(), hits.double().mean(), position_accuracy, grad_norm.double()))
+    if k_train is None:
+        return numbers
+    return torch.cat((numbers, per_k_counts(batch, hits, k_train)))
+
+
+def per_k_counts(batch: TrainingBatch, hits: torch.Tensor, k_train: int) -> torch.Tensor:
+    """The response tokens of ``batch`` predicted right (``hits``, bool per scored token), then those
+    scored, per k = 1..``k_train`` of their rows (``batch.groups``): float64 [2 * k_train] on the device."""
+    k = batch.scored(batch.groups[:, None].expand_as(batch.targets)) - 1
+    return torch.cat((torch.bincount(k, weights=hits.double(), minlength=k_train),
+                      torch.bincount(k, minlength=k_train).double()))
 
 
 COMPILE_BACKEND = "inductor"  # torch.compile's backend (tests use a cheaper one)
