@@ -14,6 +14,7 @@ from matplotlib.colors import to_rgba
 from pipeline_src.storage.provenance import attach
 from pipeline_src.cli import main
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
+from pipeline_src.figures import training_by_k
 from pipeline_src.figures import training_curves as training
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.storage import datasets
@@ -112,3 +113,67 @@ def test_a_log_without_its_runs_record_is_named(tmp_path):
         tmp, metadata=meta))
     with pytest.raises(ValueError, match=f"{path}: its provenance record names no variant, scheme, seed"):
         training.read_log(path)
+
+
+def write_k_log(path, variant: str, seed: int, steps: int, k_train: int, learned_from: dict) -> None:
+    """A sparse parity log counting 4 tokens per k at each step: k is drawn from step ``learned_from[k]``
+    on, all right from 100 steps later."""
+    step = np.arange(1, steps + 1)
+    scored = [[4 if s >= learned_from[k] else 0 for k in range(1, k_train + 1)] for s in step]
+    correct = [[4 if s >= learned_from[k] + 100 else 2 * (n > 0) for k, n in enumerate(row, start=1)]
+               for s, row in zip(step, scored)]
+    frame = pl.DataFrame({"step": step, "loss": 1 / np.sqrt(step), "accuracy": np.full(steps, 0.5),
+                          "k_correct": correct, "k_scored": scored},
+                         schema_overrides={"k_correct": pl.List(pl.Int64), "k_scored": pl.List(pl.Int64)})
+    run = {"task": "sparse_parity", "variant": variant, "scheme": "rope_pose", "seed": seed}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    attach(path, {"rule": "train", "config": run}, lambda tmp, meta: frame.write_parquet(tmp, metadata=meta))
+
+
+def test_logs_that_count_per_k_get_a_panel_per_model_with_a_line_per_k(tmp_path, monkeypatch):
+    """Two K_train and two seeds: four panels below the loss and accuracy, each a line per k of its
+    K_train, a k's line beginning where the curriculum first drew it (NaN before)."""
+    spec = {"task": "sparse_parity", "runs": {"k2": ["rope_pose"], "k3": ["rope_pose"]}, "seeds": [0, 1],
+            "x_scale": "linear", "train_lengths": [20, 50]}
+    tables, logs = [], []
+    for variant, k_train in (("k2", 2), ("k3", 3)):
+        for seed in (0, 1):
+            folder = tmp_path / variant / f"seed{seed}"
+            folder.mkdir(parents=True)
+            table = datasets.read(accuracy_file(folder / "accuracy.parquet", "rope_pose", seed, {20: 9}), AccuracySchema)
+            datasets.write(table.with_columns(pl.lit(variant).alias("variant")), folder / "accuracy.parquet",
+                           AccuracySchema, {"format": "test"})
+            write_k_log(folder / "train_log.parquet", variant, seed, 1000, k_train, {1: 1, 2: 301, 3: 601})
+            tables.append(folder / "accuracy.parquet")
+            logs.append(folder / "train_log.parquet")
+    drawn = []
+    real = training.save_figure
+    monkeypatch.setattr(training, "save_figure", lambda fig, *args: (drawn.append(fig), real(fig, *args)))
+    training.plot(spec, tables, logs, [tmp_path / "training_figure1.png"], rule="test")
+    (fig,) = drawn
+    top, bottom = fig.subfigs
+    assert len(top.axes) == 2 and len(bottom.axes) == 4
+    titles = [ax.get_title() for ax in bottom.axes]
+    assert titles == [f"rope_pose, K_train={k}, seed {seed}" for k in (2, 3) for seed in (0, 1)]
+    k3 = {line.get_gid(): line for line in bottom.axes[2].lines if line.get_gid()}
+    assert set(k3) == {f"k3/rope_pose/seed0 k={k}" for k in (1, 2, 3)}
+    k3_line = k3["k3/rope_pose/seed0 k=3"]
+    x, y = np.asarray(k3_line.get_xdata()), np.asarray(k3_line.get_ydata(), dtype=float)
+    assert np.isnan(y[x < 600]).all() and y[-1] == 1.0 and y[x > 600][0] == 0.5
+
+
+def test_binned_pools_the_counts_of_consecutive_steps():
+    log = pl.DataFrame({"step": [1, 2, 3, 4], "k_correct": [[1, 0], [3, 0], [0, 0], [2, 1]],
+                        "k_scored": [[2, 0], [4, 0], [0, 0], [2, 2]]})
+    steps, accuracy = training_by_k.binned(log)
+    assert steps.tolist() == [1, 2, 3, 4]
+    assert np.allclose(accuracy[:, 0], [0.5, 0.75, np.nan, 1.0], equal_nan=True)
+
+
+
+def test_binned_pools_whole_groups_of_steps(monkeypatch):
+    log = pl.DataFrame({"step": [1, 2, 3, 4], "k_correct": [[1, 0], [3, 0], [0, 0], [2, 1]],
+                        "k_scored": [[2, 0], [4, 0], [0, 0], [2, 2]]})
+    monkeypatch.setattr(training_by_k, "BINS", 2)
+    steps, accuracy = training_by_k.binned(log)
+    assert steps.tolist() == [2, 4] and np.allclose(accuracy, [[4 / 6, np.nan], [1.0, 0.5]], equal_nan=True)

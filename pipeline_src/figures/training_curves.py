@@ -7,6 +7,8 @@ so that the report shows the text readable, each metric on one scale across sche
 as separate lines of the scheme's colour, variants by line style. A log longer than
 :data:`MAX_POINTS` steps is drawn as the means of consecutive steps. A run whose training diverged
 has a log up to its last finite step: it is drawn, ends in a red cross, and is named under the figure.
+Where the logs count accuracy per k (a task trained on k ~ Unif{1..K_train}), a block below shows each
+model's training accuracy per k (:mod:`.training_by_k`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..storage.provenance import read_record
 from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
 from .shared import diverged_cells, note_diverged, panel_grid, save_figure, suptitle
+from .training_by_k import by_k_canvas, draw_by_k, read_k_logs
 
 RUN = ("task", "variant", "scheme", "seed")  # what a log's provenance record names of its model
 # the log columns drawn, each with its axis label and scale (row by row)
@@ -82,8 +85,10 @@ def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path]
     schemes = list(dict.fromkeys(scheme for _, scheme in runs))
     palette, cycle = lines.scheme_colours(), plt.get_cmap("tab10")
     groups, columns = panel_grid(len(schemes))  # a row of loss panels over a row of accuracy panels, per group
-    fig, grid = plt.subplots(len(METRICS) * groups, columns, squeeze=False, sharex=True,
-                             figsize=(1.5 + 3.2 * columns, 2.7 * len(METRICS) * groups), layout="constrained")
+    by_k = read_k_logs(logs)
+    size = (1.5 + 3.2 * columns, 2.7 * len(METRICS) * groups)
+    fig, top, bottom = by_k_canvas(size, by_k)
+    grid = top.subplots(len(METRICS) * groups, columns, squeeze=False, sharex=True)
     for row, panels in enumerate(grid):  # each metric's panels on one y scale, its first panel's
         for ax in panels:
             if ax is not grid[row % len(METRICS), 0]:
@@ -121,8 +126,11 @@ def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path]
     if diverged:
         legend.append(Line2D([], [], marker="x", color="tab:red", ls="none", label="training diverged"))
     if len(legend) > 1:
-        fig.legend(handles=legend, loc="outside right center", title="variant", fontsize=8)
+        top.legend(handles=legend, loc="outside right center", title="variant", fontsize=8)
+    if bottom is not None:
+        draw_by_k(bottom, by_k)
     task = get_task(spec["task"])
-    suptitle(fig, f"{task.summary.rstrip('.')}: training loss and accuracy of every model (one line per seed)")
+    suptitle(fig, f"{task.summary.rstrip('.')}: training loss and accuracy of every model (one line per seed)"
+             + ("; below, each model's training accuracy per k" if bottom is not None else ""))
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, [*accuracy, *logs])
