@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -93,7 +94,13 @@ def status_rows(*configfiles: str) -> dict[int, dict[str, str]]:
 
 def test_done_and_missing_cells(workdir):
     rows = status_rows("config/tiny.yaml")
-    assert rows[0]["state"] == "done" and rows[0]["note"] == ""
+    assert rows[0]["state"] == "done"
+    # 12 steps learn nothing: the fit gate names each k <= K_train below 0.9 at 2l = 50, with its accuracy
+    table = pl.read_parquet(next(Path("results/eval").rglob("accuracy.parquet"))).filter(
+        (pl.col("metric") == "answer") & (pl.col("length") == 50) & (pl.col("accuracy") < 0.9)).sort("k")
+    assert len(table), "the tiny model was expected to miss some k"
+    ks = ", ".join(f"{k} ({accuracy:.2f})" for k, accuracy in table.select("k", "accuracy").iter_rows())
+    assert rows[0]["note"] == f"not learned: below 0.9 at length 50 for k = {ks}"
     assert rows[0]["metric"] == "answer"
     # longest training length 2 * l_max = 50 (an evaluated length); longest evaluated 60
     assert rows[0]["acc@train_max"].endswith("@50") and rows[0]["acc@longest"].endswith("@60")

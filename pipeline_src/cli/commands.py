@@ -239,12 +239,14 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
         raise click.BadParameter(str(err), param_hint="--spec") from None
     study.draw(figure)(spec, list(inputs), list(outputs), rule=rule)
     from ..figures.caption import write_caption
+    from ..findings.fit_gate import figure_note
 
+    unlearned = figure_note(spec, list(inputs)) if caption or training_caption else ""
     if caption:
         from ..findings.verdicts import caption as finding
 
         write_caption(caption[0], outputs[0], caption[1], study.caption_run,
-                      finding=finding(figure, spec, list(inputs)))
+                      finding=" ".join(part for part in (finding(figure, spec, list(inputs)), unlearned) if part))
     if mechanism_dirs:
         from ..evaluation.mechanism_schema import table_paths
         from ..figures.mechanism_figure import plot as draw_mechanism
@@ -258,7 +260,8 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
 
         draw_training(spec, list(inputs), list(training_logs), list(training_outputs), rule=rule)
         if training_caption:
-            write_caption(training_caption[0], training_outputs[0], training_caption[1], study.caption_run)
+            write_caption(training_caption[0], training_outputs[0], training_caption[1], study.caption_run,
+                          finding=unlearned)
 
 
 for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/runs/tools.py)

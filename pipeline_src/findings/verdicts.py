@@ -37,6 +37,7 @@ import polars as pl
 from ..schemes import get_scheme
 from . import run_summary
 from . import significance
+from .fit_gate import FITS
 from .seed_summary import SeedStat, TaskResults
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
@@ -48,7 +49,6 @@ ACROSS = (2.0, 8.0)  # F1' judges every evaluated length from 2x to 8x the train
 # F1' judges seeds from this one on: F1's verdicts before it was written saw seeds 0 to 4 on CPUs
 # and 0 to 7 on a GPU (docs/findings.md, "Criteria written before their runs")
 F1_FRESH_FROM = 8
-FITS = 0.9  # a run fits its training lengths: headline metric at least this at the training length
 TESTED = (f" Each comparison: a one-sided permutation test over seeds at alpha {significance.ALPHA:g}; reproduced "
           "when every comparison is significant, contradicted when one is significant the other way after Holm's "
           "correction, else undecided.")

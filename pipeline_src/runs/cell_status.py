@@ -115,8 +115,12 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
         status.state, status.note = "diverged", diverged
     try:
         status.metric, status.at_train, status.at_longest = headline(config, cell, evaluation.artifact)
+        gate = fit_gate(config, cell, evaluation.artifact)
     except Exception as err:  # noqa: BLE001 - a damaged table: say so, keep the other cells
         status.state, status.note = "stale", f"{evaluation.artifact}: unreadable ({err})"
+        return status
+    if gate is not None and status.state == "done":
+        status.note = f"not learned: {gate.describe()}"
     return status
 
 
@@ -169,6 +173,21 @@ def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float
     within = [length for length in lengths if length <= longest_train_length(config, cell["task"])]
     at_train = (within[-1], means[within[-1]]) if within else None
     return metric, at_train, (lengths[-1], means[lengths[-1]])
+
+
+def fit_gate(config: dict, cell: dict, path: str):
+    """The k <= K_train the cell's model did not learn at the longest training length (a
+    :class:`~pipeline_src.findings.fit_gate.NotLearned`), or None: learned, or a task without K_train."""
+    import polars as pl
+
+    from ..findings.fit_gate import not_learned
+
+    k_train = get_task(cell["task"]).layout.k_train(cell["variant"])
+    if k_train is None:
+        return None
+    metric = headline_metric(cell["task"], cell["variant"])
+    frame = pl.read_parquet(path, columns=["k", "length", "metric", "accuracy"]).filter(pl.col("metric") == metric)
+    return not_learned(frame, k_train, longest_train_length(config, cell["task"]))
 
 
 # --- the whole config ---

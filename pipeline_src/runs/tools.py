@@ -206,6 +206,9 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
                remade after the job that read it.
       missing  no accuracy table (the note says how far the chain got; a training or
                evaluation job that failed, e.g. in a --keep-going run, is named with its log).
+    A done cell of a task trained on K_train (sparse parity) whose accuracy at the longest
+    evaluated training length is below 0.9 at some k <= K_train is noted "not learned", with those k
+    (the findings' fit gate).
 
     \b
     Metric columns (mean over k_test, for done and stale cells):
