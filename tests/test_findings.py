@@ -324,10 +324,10 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     lines = out.read_text().splitlines()
     assert lines[0] == "| finding | claim | criterion | numbers | verdict |"
     assert lines[1] == "|---|---|---|---|---|"
-    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F2", "| F3", "| F4", "| F4'"]
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F1r", "| F2", "| F3", "| F4", "| F4'"]
     verdicts = [line.rstrip(" |").rsplit(" | ", 1)[1] for line in lines[2:]]
-    assert verdicts[2] == judged.REPRODUCED
-    assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 2)
+    assert verdicts[3] == judged.REPRODUCED
+    assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 3)
     assert all(line.count(" | ") == 4 for line in lines[2:])  # no cell breaks the table
 
 
@@ -433,7 +433,7 @@ def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, mo
     assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
     verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
     assert len(verdicts) == len(judged.FINDING_FIGURE), again.output
-    assert [v for v in verdicts if "no results" in v] == [verdicts[1]], again.output  # F1': no fresh seeds
+    assert [v for v in verdicts if "no results" in v] == verdicts[1:3], again.output  # F1', F1r: no fresh seeds
 
 
 def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, config):
@@ -589,7 +589,8 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
     assert after.filter(pl.col("task") != F2_TASK).equals(before.filter(pl.col("task") != F2_TASK))
     assert not after.filter(pl.col("task") == F2_TASK).equals(before.filter(pl.col("task") == F2_TASK))
     assert "F2: contradicted" in done.output
-    assert not [line for line in done.output.splitlines() if "no results" in line and not line.startswith("F1'")]
+    assert not [line for line in done.output.splitlines()
+                if "no results" in line and not line.startswith(("F1'", "F1r"))]
     exported(tmp_path / "f2", (), summary)
     assert set(run_summary.read(summary)["task"]) == {F2_TASK}
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from ..schemes import get_scheme
+from . import f1_range
 from . import run_summary
 from . import significance
 from .fit_gate import FITS
@@ -57,6 +58,8 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
            "larger K_train extends this to larger k_test"),
     "F1'": ("{task}, RoPE + PoSE, judged across lengths on fresh seeds: the fewer relevant bits (k_test), the "
             "further a model generalizes in length; a larger K_train extends this to larger k_test"),
+    "F1r": ("{task}, RoPE + PoSE, across the paper's range (K_train 4 to 12, k_test 4 to 16) on fresh seeds: "
+            "accuracy falls with k_test; a larger K_train carries it to larger k_test"),
     "F2": ("{task} with a scratchpad: position coupling, and PPC without oracle IDs, generalize beyond the training "
            "length; RoPE, PoSE, absolute and no positions do not"),
     "F3": ("{task}: PPC with a scratchpad generalizes in length; a random absolute shift with a scratchpad and "
@@ -65,12 +68,13 @@ CLAIMS = {  # each finding's claim, in a few words ({task}: the task it is judge
     "F4'": ("in real text, judged target by target against another document's far tokens: a few far tokens "
             "recover most of what the whole far context gives a prediction"),
 }
-FINDING_FIGURE = {"F1": "figure1", "F1'": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4",
+FINDING_FIGURE = {"F1": "figure1", "F1'": "figure1", "F1r": "figure1", "F2": "figure2", "F3": "figure3", "F4": "figure4",
                   "F4'": "figure4"}  # the figure each is drawn in (the first of a figure states it in its caption)
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a finding the config runs nothing for
 NOT_CONFIGURED = {  # why a finding has no results when its figure's spec does not run what it compares
     "F1": f"the config trains no {F1_SCHEME} model of {{task}}",
     "F1'": f"the config trains no {F1_SCHEME} model of {{task}}",
+    "F1r": f"the config trains no {F1_SCHEME} model of {{task}}",
     "F2": f"the config trains no {{task}} model with a {SCRATCHPAD}",
     "F3": "the config trains no {task} model",
     "F4": "the config runs no natural-language analysis",
@@ -221,6 +225,17 @@ def sparse_parity_across_lengths(spec: dict, rows: pl.DataFrame) -> Finding:
     numbers = "; ".join([numbers] * bool(numbers) + [f"{absent}: no results" for absent in missing]) + "."
     return Finding("F1'", claim("F1'", task), criterion, numbers, significance.verdict_across(family, missing),
                    tuple(test for tests in family.values() for test in tests))
+
+
+def sparse_parity_range(spec: dict, rows: pl.DataFrame) -> Finding:
+    """F1r (written 2026-11-28, before any model it judges was trained): trends over k_test and
+    K_train across the paper's range (:mod:`.f1_range`)."""
+    from . import f1_range
+
+    if not any(F1_SCHEME in schemes for schemes in spec["runs"].values()):
+        return not_configured("F1r", spec["task"])
+    criterion, numbers, verdict = f1_range.judge(spec, rows, F1_SCHEME, ACROSS)
+    return Finding("F1r", claim("F1r", spec["task"]), criterion, numbers, verdict)
 
 
 def run_name(variant: str, scheme: str) -> str:
@@ -433,8 +448,8 @@ def interval(row: dict) -> str:
     return f"{row['median']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]"
 
 
-JUDGES = {"F1": sparse_parity_finding, "F1'": sparse_parity_across_lengths, "F2": parity_finding,
-          "F3": assignment_finding, "F4": language_finding, "F4'": language_paired_finding}
+JUDGES = {"F1": sparse_parity_finding, "F1'": sparse_parity_across_lengths, "F1r": sparse_parity_range,
+          "F2": parity_finding, "F3": assignment_finding, "F4": language_finding, "F4'": language_paired_finding}
 
 
 def judge(name: str, spec: dict | None, rows: pl.DataFrame, task: str = "") -> Finding:

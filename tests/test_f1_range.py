@@ -1,0 +1,114 @@
+"""F1r: F1 across the paper's range (K_train 4 to 12), judged by trend tests on fresh seeds, gated on
+the models having learned every k <= K_train at the training length (docs/findings.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import page_trend_test
+
+from pipeline_src.findings import f1_range, run_summary, trend
+from pipeline_src.findings import verdicts as judged
+from pipeline_src.runs import run_findings
+from pipeline_src.tasks import get_task
+from tests.test_findings import F1_TASK, default_config
+
+K_TRAIN = [4, 6, 8, 10, 12]
+K_TEST = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16]
+FRESH = list(range(f1_range.F1R_FRESH_FROM, f1_range.F1R_FRESH_FROM + 8))
+
+
+@pytest.fixture
+def config():
+    config = default_config()
+    config[F1_TASK]["k_train"] = K_TRAIN
+    config[F1_TASK]["eval"]["k_test"] = K_TEST
+    return config
+
+
+def f1r(config, value, seeds=FRESH) -> judged.Finding:
+    """F1r judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``."""
+    config[F1_TASK]["seeds"] = seeds
+    spec, _ = run_findings.figure_specs(config)["F1r"]
+    metric = get_task(F1_TASK).headline_metric(next(iter(spec["runs"])))
+    rows = [(F1_TASK, f"k{K}", judged.F1_SCHEME, seed, k, length, metric, value(K, k, length, seed))
+            for K in K_TRAIN for seed in seeds for length in config[F1_TASK]["eval"]["lengths"]
+            for k in K_TEST if k <= length // 2]
+    return judged.judge("F1r", spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
+
+
+def paper_like(judged_length: int, *, reverse: bool = False, unlearned: int | None = None):
+    """Every model learned (0.97 at every k <= K_train in training); at ``judged_length`` accuracy falls
+    with k_test and rises with K_train (falls, with ``reverse``), with a little noise per seed;
+    K_train ``unlearned`` sits at chance at its largest k."""
+    def value(K, k, length, seed):
+        noise = 0.004 * ((seed * 7 + k * 3 + K) % 5)
+        if length <= 50:
+            return 0.5 if (K == unlearned and k == K) else (0.97 + noise if k <= K else 0.6)
+        if length != judged_length:
+            return 0.5 + noise
+        sign = -1 if reverse else 1
+        return 0.9 - 0.03 * k + sign * 0.02 * K + noise
+    return value
+
+
+def test_a_paper_like_range_is_reproduced_with_every_comparison(config):
+    found = f1r(config, paper_like(200))
+    assert found.verdict == judged.REPRODUCED, found.verdict
+    # (a) one per K_train (each has >= 3 k_test <= K_train); (b) k_test 4, 6 and 8 have >= 3 K_train >= k_test
+    for name in [f"K_train {K} over k_test at length 200" for K in K_TRAIN] + [
+            f"k_test {k} over K_train at length 200" for k in (4, 6, 8)]:
+        assert name in found.numbers
+    assert "k_test 10 over K_train" not in found.numbers, "two K_train >= 10: no trend of three"
+    assert "k_test 1 over K_train" not in found.numbers, "(b) judges the paper's k_test 4 to 16 only"
+
+
+def test_the_reverse_trend_in_k_train_is_a_contradiction(config):
+    found = f1r(config, paper_like(200, reverse=True))
+    assert found.verdict.startswith(judged.CONTRADICTED), found.verdict
+    assert "over K_train" in found.verdict
+
+
+def test_no_trend_anywhere_is_undecided_naming_the_open_comparisons(config):
+    found = f1r(config, paper_like(10_000))  # the judged length is none evaluated: noise only
+    assert found.verdict.startswith(f"{judged.UNDECIDED}: 8 of 8 comparisons hold neither way"), found.verdict
+
+
+def test_a_k_train_that_did_not_learn_leaves_it_undecided_by_name(config):
+    found = f1r(config, paper_like(200, unlearned=10))
+    assert found.verdict == (f"{judged.UNDECIDED}: not learned at the training length: at length 50, "
+                             "K_train 10 (k = 10: 0.50)"), found.verdict
+
+
+def test_only_fresh_seeds_are_judged(config):
+    seen = f1r(config, paper_like(200), seeds=list(range(8)))
+    assert seen.verdict == (f"{judged.UNDECIDED}: no results: no seed from {f1_range.F1R_FRESH_FROM} on "
+                            "(earlier verdicts and pilots saw the seeds below)")
+
+
+def test_fewer_than_three_k_train_judge_nothing(config):
+    config[F1_TASK]["k_train"] = [2, 4]
+    config[F1_TASK]["seeds"] = FRESH
+    spec, _ = run_findings.figure_specs(config)["F1r"]
+    found = judged.judge("F1r", spec, pl.DataFrame(schema=run_summary.SCHEMA))
+    assert found.verdict == f"{judged.UNDECIDED}: no results: fewer than 3 K_train trained"
+
+
+def test_page_reads_the_columns_in_the_predicted_order_of_rising_accuracy():
+    blocks = np.array([[0.5, 0.7, 0.9], [0.6, 0.65, 0.95], [0.55, 0.8, 0.85]])
+    found = trend.page("c", ["k 8", "k 4", "k 1"], blocks)
+    assert found.p == page_trend_test(blocks).pvalue and found.p_reverse == page_trend_test(blocks[:, ::-1]).pvalue
+    assert found.p < 0.01 < 0.99 < found.p_reverse
+
+
+def test_jonckheere_is_mann_whitney_for_two_groups_and_its_p_a_permutation_p():
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(3)
+    low, high = rng.integers(0, 5, 7).astype(float), rng.integers(0, 5, 6).astype(float)
+    assert trend.jonckheere_statistic(low, high) == mannwhitneyu(high, low).statistic
+    ordered = [np.array([0.1, 0.2, 0.3]), np.array([0.4, 0.5, 0.6]), np.array([0.7, 0.8, 0.9])]
+    found = trend.jonckheere("c", ["a", "b", "c"], ordered)
+    # a perfect order of 3 groups of 3: 1 of the 9! / (3!)^3 = 1,680 distinct assignments (exact test)
+    assert found.p == pytest.approx(1 / 1680) and found.p_reverse == 1.0
