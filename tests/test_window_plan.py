@@ -41,6 +41,30 @@ def test_the_plan_trains_eight_seeds_of_each_figure_on_the_gpu():
     assert mid["seeds"] == list(range(8)) and mid["model"]["attention_scale"] == "log_length"
 
 
+RANGE = ("config/gpu_window.yaml", "config/figure1_range.yaml")
+
+
+def test_part_g_trains_figure1_range_in_two_windows_whose_models_are_its_own():
+    """Part (g): config/figure1_range.yaml's 40 trainings (K_train 4 to 12, seeds 20 to 27) in two
+    windows, 24 and 16, each model's spec and its evaluation set those of the whole config, so the
+    two windows' tables are judged together with figure1_range.yaml."""
+    whole = load_config([REPO / file for file in RANGE])
+    halves = [load_config([REPO / file for file in (*RANGE, f"config/gpu_window_range_{half}.yaml")])
+              for half in ("low", "high")]
+    assert [trainings((*RANGE, f"config/gpu_window_range_{half}.yaml"), "sparse_parity")
+            for half in ("low", "high")] == [24, 16]
+
+    def specs(config):
+        return {(cell["variant"], cell["seed"]): jobs.train_spec(config, "sparse_parity", cell["variant"],
+                                                                 cell["scheme"], cell["seed"])
+                for cell in jobs.cells(config, "sparse_parity")}
+
+    assert {**specs(halves[0]), **specs(halves[1])} == specs(whole) and len(specs(whole)) == 40
+    assert {seed for _, seed in specs(whole)} == set(range(20, 28))
+    assert all(jobs.eval_data_spec(half, "sparse_parity", "k4" if i == 0 else "k10")
+               == jobs.eval_data_spec(whole, "sparse_parity", "k4") for i, half in enumerate(halves))
+
+
 def kit_tarball(workdir: Path, out: Path) -> Path:
     """``workdir``'s results as the GPU kit packs them."""
     out.parent.mkdir(parents=True, exist_ok=True)
