@@ -201,14 +201,50 @@ def validate(config: dict, merged: Collection[str] = (), before_merge: bool = Fa
         raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}{hint}")
 
 
-def _short(error) -> str:
+def check(instance, schema: dict, what: str) -> None:
+    """Check the JSON value ``instance`` against ``schema`` (assembled from config fields' rules,
+    :func:`part`; no defaults filled in); a :class:`ConfigSchemaError` naming the first field at fault
+    as :func:`validate` does, ``what`` naming the whole: ``spec field train.steps: -5 is less than the
+    minimum of 1``."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+    if error is not None:
+        where = f"{what} field {field_name(error.absolute_path)}" if error.absolute_path else what
+        raise ConfigSchemaError(f"{where}: {_short(error, yaml=False)}")
+
+
+def part(*names: str) -> dict:
+    """The schema of the config field at ``names`` (a fresh copy), each ``$ref`` on the way followed:
+    a top-level name is a section of the config or a shape of its ``$defs`` (``train``, ``model``),
+    ``"[]"`` steps into an array's items. ``part("sparse_parity", "train", "steps")`` is the rule
+    of ``sparse_parity.train.steps``; a ``$ref`` left inside the fragment refers to the ``$defs``
+    of :func:`config_schema`."""
+    schema = _schema()
+    first, *rest = names
+    node = schema["properties"].get(first) or schema["$defs"][first]
+    for name in rest:
+        node = _resolved(node, schema)
+        node = node["items"] if name == "[]" else node["properties"][name]
+    return copy.deepcopy(_resolved(node, schema))
+
+
+def _resolved(node: dict, root: dict) -> dict:
+    """``node`` with its ``$ref`` (into ``root``'s ``$defs``) followed, its own keywords kept."""
+    while "$ref" in node:
+        node = {**root["$defs"][node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _short(error, yaml: bool = True) -> str:
     """The validator's message without a dump of a large offending value, with a hint where the
     mistake is a common one: a misspelt key, a value outside an enum whose schema describes the
-    values, or a number YAML read as a string."""
+    values, or (``yaml``: the value was read from YAML) a number YAML read as a string."""
     if error.validator == "additionalProperties":
         return error.message.replace("Additional properties are not allowed", "unknown key") + _did_you_mean(error)
     message = error.message
-    if error.validator == "type" and isinstance(error.instance, str) and "number" in _types(error.validator_value):
+    if (yaml and error.validator == "type" and isinstance(error.instance, str)
+            and "number" in _types(error.validator_value)):
         if _is_number(error.instance):
             return (f"{message}: YAML reads {error.instance} as a string (its floats need a dot and a signed "
                     f"exponent); write {_yaml_number(error.instance)}")

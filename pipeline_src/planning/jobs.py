@@ -33,6 +33,8 @@ class TaskConfigError(ValueError):
 # config value can produce a path outside results/.
 PATH_PATTERNS = {"task": r"[a-z_]+", "scheme": r"[a-z_]+", "variant": r"[a-z0-9]+", "seed": r"\d+"}
 FIGURE_TASK = {task.figure.name: name for name, task in TASKS.items()}  # figure name -> the task it shows
+# The train fields only a scheme predicting position IDs (ppc) uses: the other schemes' specs leave them out.
+POSITION_HEAD_TRAIN_FIELDS = ("position_loss_weight",)
 
 
 def tasks(config: dict) -> list[str]:
@@ -90,21 +92,31 @@ def target_length(config: dict, task: str, scheme: str, variant: str) -> int:
 
 
 def _largest_eval_id(config: dict, task: str, scheme: str, variant: str) -> int:
+    return largest_eval_id(task, scheme, eval_data_spec(config, task, variant)["params"])
+
+
+def largest_eval_id(task: str, scheme: str, params: dict) -> int:
+    """The largest position ID under ``scheme`` of the evaluation set generated with ``params``."""
+    return _largest_id(task, scheme, params, max(params["lengths"]))
+
+
+def _largest_id(task: str, scheme: str, params: dict, longest: int) -> int:
     t = get_task(task)
-    params = eval_data_spec(config, task, variant)["params"]
-    longest = max(params["lengths"])
     if get_scheme(scheme).coupled:
         return t.max_position_id(longest, params)
     return t.sequence_tokens(longest, params) - 1
 
 
-def _largest_train_id(config: dict, task: str, scheme: str, variant: str) -> int:
-    t = get_task(task)
-    params = train_data_spec(config, task, variant)["params"]
-    longest = t.train_lengths(config[task]["data"])[1]
-    if get_scheme(scheme).coupled:
-        return t.max_position_id(longest, params)
-    return t.sequence_tokens(longest, params) - 1
+def check_target_length(task: str, scheme: str, params: dict, target: int) -> None:
+    """Every training position ID of the training set generated with ``params`` below the target
+    length ``target`` (:func:`check_below_target`), its longest samples' included; a ValueError
+    naming ``positions.target_length``."""
+    train_id = _largest_id(task, scheme, params, get_task(task).train_lengths(params)[1])
+    try:
+        check_below_target(train_id, target)
+    except ValueError:
+        raise ValueError(f"positions.target_length={target} is not above the largest training position ID "
+                         f"({train_id}) of scheme {scheme}") from None
 
 
 def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) -> dict:
@@ -117,7 +129,8 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
     if k_train is not None:
         spec["k_train"] = k_train
     if not get_scheme(scheme).predicts_positions:
-        del spec["train"]["position_loss_weight"]  # unused: editing it must not retrain
+        for field in POSITION_HEAD_TRAIN_FIELDS:  # unused: editing it must not retrain
+            del spec["train"][field]
     return spec
 
 
@@ -178,10 +191,8 @@ def _check_path_names(config: dict, task: str) -> None:
 
 def _check_task(config: dict, task: str) -> None:
     section, declared = config[task], get_task(task)
-    if "curriculum" in section["train"] and not declared.layout.by_k_train:
-        raise TaskConfigError(f"{task}.train.curriculum: a curriculum over k needs a task trained on k_train "
-                              "(sparse_parity, sparse_parity_scratchpad)")
     try:
+        check_curriculum(task, section["train"])
         declared.layout.check_variants(section)
         if declared.check_section is not None:
             declared.check_section(section)
@@ -191,6 +202,14 @@ def _check_task(config: dict, task: str) -> None:
         _check_eval_grid(config, task, variant)
     for cell in cells(config, task):
         _check_positions(config, task, cell["scheme"], cell["variant"])
+
+
+def check_curriculum(task: str, train: dict) -> None:
+    """A ``train`` block with a curriculum over k only for a task trained on k_train; a ValueError
+    naming ``train.curriculum``."""
+    if "curriculum" in train and not get_task(task).layout.by_k_train:
+        trained_on_k = ", ".join(name for name, declared in TASKS.items() if declared.layout.by_k_train)
+        raise ValueError(f"train.curriculum: a curriculum over k needs a task trained on k_train ({trained_on_k})")
 
 
 def _check_eval_grid(config: dict, task: str, variant: str) -> None:
@@ -209,18 +228,19 @@ def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None
     (:func:`model_config`: d_model divisible by n_head, the encoding's needs, the target length
     within the position table), and the evaluation IDs within it (as the evaluation checks them)."""
     spec = train_spec(config, task, variant, scheme, seed=0)
-    target = spec["positions"]["target_length"]
-    train_id = _largest_train_id(config, task, scheme, variant)
     try:
-        check_below_target(train_id, target)
-    except ValueError:
-        raise TaskConfigError(f"{task}.positions.target_length={target} is not above the largest training "
-                          f"position ID ({train_id}) of scheme {scheme}") from None
-    try:
+        check_target_length(task, scheme, train_data_spec(config, task, variant)["params"],
+                            spec["positions"]["target_length"])
         limit = model_config(spec, len(get_task(task).vocab)).position_limit
+        check_position_limit(limit, _largest_eval_id(config, task, scheme, variant), scheme)
     except ValueError as err:
         raise TaskConfigError(f"{task}.{err}") from None
-    eval_id = _largest_eval_id(config, task, scheme, variant)
+
+
+def check_position_limit(limit: int | None, eval_id: int, scheme: str) -> None:
+    """The largest evaluation position ID ``eval_id`` below the model's ``limit``
+    (:attr:`~pipeline_src.model_config.ModelConfig.position_limit`; None: none); a ValueError naming
+    ``model.max_positions``."""
     if limit is not None and eval_id >= limit:
-        raise TaskConfigError(f"{task}.model.max_positions={limit} is too small for scheme {scheme}: its position "
-                          f"IDs reach {eval_id} (evaluation lengths)")
+        raise ValueError(f"model.max_positions={limit} is too small for scheme {scheme}: its position IDs reach "
+                         f"{eval_id} (evaluation lengths)")
