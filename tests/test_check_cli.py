@@ -98,13 +98,21 @@ def test_spec_of_a_file_without_a_record_is_one_line(tmp_path):
     assert done.exit_code == 1 and "no provenance record" in done.output and "Traceback" not in done.output
 
 
-def test_a_spec_missing_a_key_is_one_line_and_debug_shows_the_traceback(tmp_path):
+def test_a_spec_missing_a_key_is_one_line(tmp_path):
     spec = json.dumps({"task": "sparse_parity", "split": "train", "seed": 1})
     done = run("generate", "--spec", spec, "--out", str(tmp_path / "x.parquet"))
-    assert done.exit_code == 1 and "missing key 'params'" in done.output
+    assert done.exit_code == 1 and done.output == "Error: spec: 'params' is a required property\n"
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_a_failure_inside_a_step_is_one_line_and_debug_shows_the_traceback(tmp_path):
+    spec = json.dumps({"task": "sparse_parity", "split": "train", "seed": 1,
+                       "params": {"k_train": 2, "l_min": 5, "l_max": 3, "n_samples": 4}})
+    done = run("generate", "--spec", spec, "--out", str(tmp_path / "x.parquet"))
+    assert done.exit_code == 1 and "l_min=5 exceeds l_max=3" in done.output  # the generator's own check
     assert len(done.output.strip().splitlines()) == 1
     debug = run("--debug", "generate", "--spec", spec, "--out", str(tmp_path / "x.parquet"))
-    assert isinstance(debug.exception, KeyError)  # raised, with its traceback
+    assert isinstance(debug.exception, ValueError)  # raised, with its traceback
 
 
 def test_evaluating_a_table_with_a_renamed_column_names_the_column(tmp_path):

@@ -138,18 +138,20 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
 
 def test_the_modules_left_out_are_those_that_say_so_or_whose_package_does():
     """The modules left out of every digest are those with a top-level ``IN_CODE_DIGEST = False``
-    (the shared options, paths, provenance records and the digest itself) and every module of a
-    package whose ``__init__.py`` says so (the CLI and everything about runs): named here by import,
-    so a rename or move is followed, and a new module of those packages counts without a word."""
+    (the shared options, paths, provenance records, the steps' spec checks and the digest itself) and
+    every module of a package whose ``__init__.py`` says so (the CLI and everything about runs): named
+    here by import, so a rename or move is followed, and a new module of those packages counts without
+    a word."""
     from pipeline_src import cli, options, runs
-    from pipeline_src.planning import paths
+    from pipeline_src.planning import paths, spec_check
     from pipeline_src.provenance import records
     from pipeline_src.storage import provenance
 
     whole = {found.name for package in (cli, runs)
              for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")}
     assert {"pipeline_src.runs.benchmarks.sizes", "pipeline_src.cli.commands"} <= whole
-    modules = {module.__name__ for module in (cli, runs, options, paths, records, code_digest, provenance)} | whole
+    modules = {module.__name__ for module in (cli, runs, options, paths, spec_check, records, code_digest,
+                                              provenance)} | whole
     assert left_out() == {code_digest._relative(name) for name in modules}
 
 

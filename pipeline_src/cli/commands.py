@@ -51,6 +51,7 @@ def main(debug: bool) -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
+    checked("generate", spec)
     from ..storage import datasets
     from ..provenance.records import build_record
     from ..tasks import get_task
@@ -71,6 +72,7 @@ def generate(spec: dict, rule: str, out: Path) -> None:
 @OUT_DIR
 def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir: Path) -> None:
     """Train one cell of a synthetic task; resumes from its last checkpoint in OUT_DIR if one exists."""
+    checked("train", spec, train_data)
     from ..training.train import train as run
 
     with _training_errors():
@@ -89,11 +91,25 @@ def train(spec: dict, rule: str, threads: int | None, train_data: Path, out_dir:
 def lm_train(spec: dict, rule: str, threads: int | None, tokens: Path, tokenizer: Path, out_dir: Path) -> None:
     """Train a language model of the natural-language analysis on a token stream; resumes from its
     last checkpoint in OUT_DIR if one exists."""
+    checked("lm_train", spec)
     from ..language.lm_training import train_language_model
 
     with _training_errors():
         summary = train_language_model(spec, tokens, tokenizer, out_dir, rule=rule, threads=threads)
     click.echo(json.dumps(summary), err=True)
+
+
+def checked(step: str, *args, **inputs) -> None:
+    """The spec and inputs of a step checked before it reads or writes anything (``step``: its function
+    in :mod:`pipeline_src.planning.spec_check`): a field the config check would refuse in the pipeline's
+    job, or inputs that do not fit the spec or each other, end the command in one line naming the
+    field or the files."""
+    from ..planning import spec_check
+
+    try:
+        getattr(spec_check, step)(*args, **inputs)
+    except spec_check.SpecError as err:
+        raise click.ClickException(str(err)) from None
 
 
 @contextlib.contextmanager
@@ -117,6 +133,7 @@ def _training_errors():
 def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None:
     """Read a corpus, split it into train and held-out documents, train (or load) the tokenizer and
     write the token stream (natural-language analysis)."""
+    checked("corpus", spec)
     from ..language.corpus import CorpusError
     from ..language.token_stream import build_corpus
     from ..language.tokenizer import TokenizerError
@@ -139,6 +156,7 @@ def corpus(spec: dict, rule: str, tokenizer_out: Path, tokens_out: Path) -> None
 def lm_eval(spec: dict, rule: str, threads: int | None, model_dir: Path, tokens: Path, out_positions: Path,
             out_targets: Path) -> None:
     """A language model's held-out loss by position, and its losses on the analysed targets."""
+    checked("lm_eval", spec)
     from ..language.analysis import evaluate_model
 
     with model_job_errors():
@@ -164,6 +182,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 
     if (model_dir is None) == (hf_model is None):
         raise click.UsageError("give exactly one of --model-dir and --hf-model")
+    checked("influence", spec)
     with model_job_errors():
         analyse(spec, tokens, out, model_dir=model_dir, hf_model=hf_model, rule=rule, threads=threads)
 
@@ -181,6 +200,7 @@ def influence(spec: dict, rule: str, threads: int | None, model_dir: Path | None
 def evaluate(spec: dict, rule: str, threads: int | None, model_dir: Path, eval_data: Path, out: Path,
              mechanism_dir: Path | None) -> None:
     """Sweep every evaluation cell with one trained model."""
+    checked("evaluate", spec, model_dir, eval_data, mechanism=mechanism_dir is not None)
     from ..evaluation.evaluate import evaluate as run
 
     with model_job_errors():
@@ -237,6 +257,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
         study.check_plot_spec(figure, spec)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--spec") from None
+    checked("plot", figure, spec, captioned=bool(caption))
     study.draw(figure)(spec, list(inputs), list(outputs), rule=rule)
     from ..figures.caption import write_caption
     from ..findings.fit_gate import figure_note
