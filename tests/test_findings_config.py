@@ -1,6 +1,7 @@
 """`lengthgen findings` judges only tables made with the config it is given: tables whose provenance
 records another config stop it with one line naming the table, the field and the configfile to pass;
-tables of its own config, or without records, are judged as before."""
+tables of its own config, or without records, are judged as before; a folder without any of the
+tables stops it with one line saying so."""
 
 from __future__ import annotations
 
@@ -79,3 +80,14 @@ def test_a_results_folder_elsewhere_is_compared_with_its_own_upstream_files(tmp_
     done = findings(tmp_path / "elsewhere" / "results", SMOKE)
     assert done.exit_code == 0, done.output
     assert "F2: undecided: no results" not in done.output, done.output
+
+
+def test_a_folder_without_results_stops_with_one_line_saying_so(tmp_path, in_repo):
+    empty = tmp_path / "results"
+    empty.mkdir()
+    export = tmp_path / "summary.csv"
+    done = CliRunner().invoke(main, ["findings", str(empty), "--export", str(export)])
+    line = done.output.strip()
+    assert done.exit_code == 1 and "\n" not in line, done.output
+    assert line.startswith(f"Error: no results found under {empty}: none of the "), line
+    assert not export.exists() and not any(empty.iterdir())

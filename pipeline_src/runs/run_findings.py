@@ -20,6 +20,10 @@ from ..findings import run_summary
 README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
 
+class NoResults(ValueError):
+    """A results folder holding none of the tables the findings are judged from (one line)."""
+
+
 def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
     """Per finding: the spec of its figure (None where ``config`` does not draw it) and the task the
     figure shows ("" for a figure of no synthetic task)."""
@@ -102,7 +106,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
     ``keep_others``, ``export``'s earlier rows of the tasks without tables under ``results`` are kept
     and judged too (figures run in separate sittings). Tables made with another config are a
-    :class:`.judged_config.ConfigMismatch`, before anything is judged."""
+    :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a :class:`NoResults`,
+    before anything is judged or written."""
     from ..config.load import load_config
     from ..storage.atomic import write_text
 
@@ -110,7 +115,10 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if from_summary is None:
         from .judged_config import check
 
-        rows = table_rows(config, check(config, results, configfiles))
+        tables = check(config, results, configfiles)
+        if not any(tables.values()):
+            raise NoResults(no_results(config, results, list(tables)))
+        rows = table_rows(config, tables)
     else:
         rows = summary_rows(config, from_summary)
     if keep_others and export is not None and export.is_file():
@@ -123,3 +131,13 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if readme is not None:
         put_in_readme(readme, judged.as_markdown(found))
     return judged.as_text(found)
+
+
+def no_results(config: dict, results: Path, figures: list[str]) -> str:
+    """Why nothing under ``results`` can be judged: none of the tables of ``config``'s ``figures`` is there."""
+    from ..studies import study_of
+
+    wanted = [table for figure in figures for table in study_of(figure).figure_tables(config, figure)]
+    example = f" (such as {paths.under(results, wanted[0])})" if wanted else ""
+    return (f"no results found under {results}: none of the {len(wanted)} tables the config's findings are judged "
+            f"from is there{example}; give the results folder of a run, with the --configfile it was run with")

@@ -78,7 +78,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     the table, the field and the --configfile to pass where a shipped config matches."""
     from ..planning.paths import RESULTS
     from .judged_config import ConfigMismatch
-    from .run_findings import report
+    from .run_findings import NoResults, report
     from ..findings.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
@@ -96,7 +96,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     try:
         click.echo(report(results, configfiles, from_summary=from_summary, export=export, keep_others=keep_others,
                           markdown_file=markdown_file, readme=readme))
-    except (ConfigMismatch, SummaryError) as err:
+    except (ConfigMismatch, NoResults, SummaryError) as err:
         raise click.ClickException(str(err)) from None
 
 
