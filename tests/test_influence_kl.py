@@ -84,7 +84,7 @@ def null_choices(model, targets: pl.DataFrame, cfg: InfluenceConfig) -> np.ndarr
     contexts, answers = target_contexts(targets, cfg)
     others = inf.with_other_far_tokens(contexts, inf.other_targets(targets), cfg.far)
     fn = inf.as_logits_fn(model)
-    _, reference = inf._group_influence(fn, contexts, answers, cfg, "cpu")
+    reference = inf._anchors(fn, contexts, answers, cfg, "cpu").reference
     scores = inf._selection_scores(fn, others, answers, cfg, "cpu", reference)
     return inf._select(scores, len(answers), cfg)["chosen"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
-from ..storage import datasets
 from ..storage.provenance import read_record
 from ..language.influence_summary import recovered_gain
-from ..language.influence_config import InfluenceConfig
-from ..language.influence_table import influence_schema
+from ..language.influence_config import SCREENED_OUT, InfluenceConfig
+from ..language.influence_table import read_influence as read_table
 from .shared import grid_figure, save_figure, suptitle
 
 
@@ -47,8 +47,7 @@ def selection_of(path: Path) -> str | None:
 
 
 def read_influence(path: Path, spec: dict):
-    cfg = InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
-    return datasets.read(path, influence_schema(cfg))
+    return read_table(path, InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"]))
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure4") -> None:
@@ -56,12 +55,13 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         raise ValueError(f"figure4 takes one influence table, got {len(inputs)} inputs")
     frame = read_influence(inputs[0], spec)
     k_max, threshold = spec["k_max"], spec["gain_threshold"]
-    short, long = frame["short_loss"].to_numpy(), frame["long_loss"].to_numpy()
-    sparse = np.array(frame["sparse_loss"].to_list(), dtype=np.float64).reshape(frame.height, k_max)
+    shown = frame.filter(~pl.col(SCREENED_OUT)) if SCREENED_OUT in frame.columns else frame  # those with a loss at k
+    short, long = shown["short_loss"].to_numpy(), shown["long_loss"].to_numpy()
+    sparse = np.array(shown["sparse_loss"].to_list(), dtype=np.float64).reshape(shown.height, k_max)
     y = short - long
     xs = short[:, None] - sparse
-    low = float(min(y.min(), xs.min(), 0.0))
-    high = float(max(y.max(), xs.max()))
+    low = float(min(np.min(y, initial=0.0), np.min(xs, initial=0.0), 0.0))
+    high = float(max(np.max(y, initial=low), np.max(xs, initial=low)))
     pad = 0.05 * (high - low) or 0.01  # axes fitted to the data (with a margin)
     limits = (low - pad, high + pad)
 
@@ -72,7 +72,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
         x = xs[:, k - 1]
         if spec["plot"] == "hexbin":
             counts = ax.hexbin(x, y, gridsize=25, extent=(*limits, *limits), mincnt=1, bins="log", cmap="viridis",
-                               vmin=1, vmax=frame.height)
+                               vmin=1, vmax=max(shown.height, 1))
         else:
             ax.scatter(x, y, s=6, alpha=0.5, color="tab:blue", lw=0)
         ax.plot(limits, limits, color="0.3", lw=0.8, ls="--")
@@ -110,5 +110,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     selection = selection_of(inputs[0])
     suptitle(fig, f"Influential tokens: Lbar = {spec['context']}, local window L = {spec['local']}"
                   + (f", {SELECTION_NAMES.get(selection, selection)} selection" if selection else "")
-                  + f" ({frame.height} held-out targets)")
+                  + f" ({frame.height} held-out targets"
+                  + (f", {frame.height - shown.height} screened out" if shown is not frame else "")
+                  + ")")
     save_figure(fig, outputs, rule, spec, inputs, stage="language_figures")

@@ -30,7 +30,7 @@ from ..storage.atomic import check_writable
 from . import lm, pretrained
 from .influence import influential_tokens
 from .influence_config import InfluenceConfig
-from .influence_table import influence_schema
+from .influence_table import influence_schema, screening
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
 from .targets import select_targets, target_contexts
 from ..training.checkpoints import load_model
@@ -177,13 +177,29 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
                           scheme=None if model_dir is None else description["scheme"])
     record["device"] = describe_device(device)
+    screened = None if cfg.screen_gain is None else screening(result, cfg.screen_gain)
+    if screened is not None:
+        record["screening"] = screened
     if hf_model is not None:
         import transformers
 
         record["hf_model"] = {"path": str(hf_model), "transformers": transformers.__version__,
                               "architecture": type(model).__name__}
     datasets.write(result, out, influence_schema(cfg), record)
-    say(f"{result.height} targets; mean L_long {result['long_loss'].mean():.3f}, L_short "
-        f"{result['short_loss'].mean():.3f}, L_short,sparse {result['sparse_loss'].list.first().mean():.3f} "
-        f"at k = 1 and {result['sparse_loss'].list.last().mean():.3f} at k = {cfg.k_max}")
+    say(_summary_line(result, cfg, screened))
     return result
+
+
+def _summary_line(result: pl.DataFrame, cfg: InfluenceConfig, screened: dict | None) -> str:
+    """The analysis's last progress line: its targets (and what the screening left out), mean losses."""
+    line = f"{result.height} targets"
+    if screened is not None:
+        line += (f" ({screened['screened_out']} screened out, {screened['fraction_screened_out']:.0%}: gain at most "
+                 f"{cfg.screen_gain:g} nats)")
+    line += f"; mean L_long {result['long_loss'].mean():.3f}, L_short {result['short_loss'].mean():.3f}"
+    analysed = result["sparse_loss"].list.first().drop_nulls()
+    if analysed.len():
+        line += (f", L_short,sparse {analysed.mean():.3f} at k = 1 and "
+                 f"{result['sparse_loss'].list.last().mean():.3f} at k = {cfg.k_max}"
+                 + (f" (over the {analysed.len()} analysed)" if screened is not None else ""))
+    return line

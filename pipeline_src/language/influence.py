@@ -61,7 +61,7 @@ the statistics the figures compute from the table, in :mod:`pipeline_src.languag
 
 import sys
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -69,7 +69,7 @@ import torch
 from torch import nn
 
 from .influence_config import InfluenceConfig, InfluenceError
-from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS
+from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, PER_K
 from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses
 from .targets import target_contexts
 
@@ -139,11 +139,19 @@ def _selection_scores(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.nda
     return by_divergence
 
 
-def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray,
-                     cfg: InfluenceConfig, device) -> tuple[dict[str, np.ndarray], torch.Tensor | None]:
-    """Batched analysis of a group of targets (contexts [G, Lbar], targets [G]), and the reference
-    distributions of the selection by divergence (the full contexts' next-token log-probabilities
-    [G, V], from L_long's forward; None for the selections by loss)."""
+class Anchors(NamedTuple):
+    """L_long and L_short of some targets (float64 [n] each) and, for the selection by divergence, the
+    full contexts' next-token log-probabilities (float64 [n, V] on the device, from L_long's forwards;
+    None for the selections by loss): what the selection of those targets starts from."""
+
+    long_loss: np.ndarray
+    short_loss: np.ndarray
+    reference: torch.Tensor | None
+
+
+def _anchors(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg: InfluenceConfig,
+             device) -> Anchors:
+    """The :class:`Anchors` of a group of targets (contexts [G, Lbar], targets [G]): two forwards of G rows."""
     G, far = len(targets), cfg.far
     everyone = np.arange(G)
     losses = _scorer(logits_fn, contexts, targets, cfg, device)
@@ -153,9 +161,17 @@ def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndar
         long_loss, reference = last_token_log_probs(logits_fn, tokens, positions, targets, cfg.batch_size, device)
     else:
         long_loss = losses(everyone, np.ones((G, far), dtype=bool))
-    short_loss = losses(everyone, np.zeros((G, far), dtype=bool))
+    return Anchors(long_loss, losses(everyone, np.zeros((G, far), dtype=bool)), reference)
+
+
+def _group_influence(logits_fn: LogitsFn, contexts: np.ndarray, others: np.ndarray, targets: np.ndarray,
+                     draws: np.ndarray, cfg: InfluenceConfig, device, reference: torch.Tensor | None
+                     ) -> dict[str, np.ndarray]:
+    """The influential far tokens of a group of targets and their null baselines (the per-k columns),
+    ``reference`` their :class:`Anchors`' (the selection by divergence's; None for the others)."""
     scores = _selection_scores(logits_fn, contexts, targets, cfg, device, reference)
-    return {"long_loss": long_loss, "short_loss": short_loss, **_select(scores, G, cfg)}, reference
+    return {**_select(scores, len(targets), cfg),
+            **_null_baselines(logits_fn, contexts, others, targets, draws, cfg, device, reference)}
 
 
 def _select(scores: Scores, G: int, cfg: InfluenceConfig) -> dict[str, np.ndarray]:
@@ -247,29 +263,46 @@ def with_other_far_tokens(contexts: np.ndarray, donors: np.ndarray, far: int) ->
     return np.concatenate([contexts[donors, :far], contexts[:, far:]], axis=1)
 
 
-def _loss_lists(matrix) -> pl.Series:
-    return pl.Series([list(map(float, row)) for row in matrix], dtype=pl.List(pl.Float64))
+def _lists(matrix, cast, dtype, n: int, analysed: np.ndarray | None) -> pl.Series:
+    """One list per row of ``matrix`` [rows, k_max]: every target's (``analysed`` None), or those of the
+    targets ``analysed`` (the rows of the n targets they belong to), k_max nulls for the others."""
+    rows = [list(map(cast, row)) for row in matrix]
+    if analysed is not None:
+        placed = [[None] * np.shape(matrix)[1] for _ in range(n)]
+        for i, row in zip(analysed.tolist(), rows):
+            placed[i] = row
+        rows = placed
+    return pl.Series(rows, dtype=dtype)
 
 
 def result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_loss, sparse, chosen,
-                 random_loss, other_loss) -> pl.DataFrame:
+                 random_loss, other_loss, analysed: np.ndarray | None = None) -> pl.DataFrame:
     """The analysis' table (:func:`.influence_table.influence_schema`): per target of ``targets``
-    its losses, picks and null baselines (``donors``: the rows of the other-context donors)."""
+    its losses, picks and null baselines (``donors``: the rows of the other-context donors). With
+    ``analysed`` (a screened analysis: the rows of the targets the per-k matrices belong to), the
+    column ``screened_out`` marks the other targets, whose per-k lists hold nulls."""
     long_loss, short_loss = np.asarray(long_loss, dtype=np.float64), np.asarray(short_loss, dtype=np.float64)
-    return pl.DataFrame({
+    n = targets.height
+
+    def losses(matrix):
+        return _lists(matrix, float, pl.List(pl.Float64), n, analysed)
+    frame = pl.DataFrame({
         "doc": targets["doc"].cast(pl.Int64),
         "t": targets["t"].cast(pl.Int32),
         "target": targets["target"].cast(pl.Int32),
         "long_loss": pl.Series(long_loss, dtype=pl.Float64),
         "short_loss": pl.Series(short_loss, dtype=pl.Float64),
-        "sparse_loss": _loss_lists(sparse),
-        "chosen": pl.Series([list(map(int, row)) for row in chosen], dtype=pl.List(pl.Int32)),
+        "sparse_loss": losses(sparse),
+        "chosen": _lists(chosen, int, pl.List(pl.Int32), n, analysed),
         "key_token": pl.Series(key_token(long_loss, short_loss), dtype=pl.Boolean),
-        "random_loss": _loss_lists(random_loss),
-        "other_loss": _loss_lists(other_loss),
+        "random_loss": losses(random_loss),
+        "other_loss": losses(other_loss),
         "other_doc": targets["doc"].cast(pl.Int64).gather(donors),
         "other_t": targets["t"].cast(pl.Int32).gather(donors),
     })
+    if analysed is None:
+        return frame
+    return frame.with_columns(screened_out=~pl.Series(np.isin(np.arange(n), analysed), dtype=pl.Boolean))
 
 
 def key_token(long_loss, short_loss) -> np.ndarray:
@@ -286,14 +319,16 @@ def print_progress(done: int, total: int, detail: str = "") -> None:
 
 class _Reports:
     """When :func:`influential_tokens` reports: after every ``report_every`` targets, after a group
-    that ends ``report_seconds`` or more after the last report, at the end, and within a group every
-    ``report_seconds`` (the sequences the group has scored so far: a group of a pretrained model's
-    targets can take half an hour on a CPU)."""
+    that ends ``report_seconds`` or more after the last report, at the end, and within a group (or the
+    screening) every ``report_seconds`` (the sequences scored so far: a group of a pretrained model's
+    targets can take half an hour on a CPU). A screened analysis reports once when the screening ends
+    (how many targets it screened out); the targets counted are then those analysed."""
 
     def __init__(self, progress: ProgressFn | None, total: int, report_every: int, report_seconds: float):
         self.progress, self.total, self.every, self.seconds = progress, total, report_every, report_seconds
         self.last = time.monotonic()
         self.start = self.stop = self.scored = 0
+        self.doing = ""
 
     def _say(self, done: int, detail: str) -> None:
         self.progress(done, self.total, detail)
@@ -305,17 +340,68 @@ class _Reports:
             logits = fn(tokens, position_ids)
             self.scored += len(tokens)
             if self.progress is not None and time.monotonic() - self.last >= self.seconds:
-                self._say(self.start, f"targets {self.start + 1} to {self.stop}: {self.scored:,} sequences scored")
+                self._say(self.start, f"{self.doing}: {self.scored:,} sequences scored")
             return logits
         return counted
 
+    def screening(self) -> None:
+        self.doing, self.scored = f"screening {self.total} drawn targets", 0
+
+    def screened(self, screen: "Screen", gain: float) -> None:
+        """The screening has ended: what it kept, whose analysis is counted from now on."""
+        self.total = len(screen.analysed)
+        if self.progress is not None:
+            self._say(0, screen.summary(gain))
+
     def group(self, start: int, stop: int) -> None:
         self.start, self.stop, self.scored = start, stop, 0
+        self.doing = f"targets {start + 1} to {stop}"
 
     def group_done(self) -> None:
         crossed = self.stop // self.every > self.start // self.every or self.stop == self.total
         if self.progress is not None and (crossed or time.monotonic() - self.last >= self.seconds):
             self._say(self.stop, "")
+
+
+def _groups(n: int, size: int) -> list[slice]:
+    """The groups of ``size`` consecutive targets (the last may hold fewer) of n."""
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+class Screen(NamedTuple):
+    """What the screening found: every drawn target's :class:`Anchors` (``reference``: the analysed
+    targets' only, in their order) and ``analysed``, the rows of the targets it keeps (ascending)."""
+
+    anchors: Anchors
+    analysed: np.ndarray
+
+    def group(self, span: slice) -> Anchors:
+        """The anchors of the analysed targets ``analysed[span]``."""
+        rows, reference = self.analysed[span], self.anchors.reference
+        return Anchors(self.anchors.long_loss[rows], self.anchors.short_loss[rows],
+                       None if reference is None else reference[span])
+
+    def summary(self, gain: float) -> str:
+        drawn, kept = len(self.anchors.long_loss), len(self.analysed)
+        return (f"screened {drawn} drawn targets: {drawn - kept} ({(drawn - kept) / drawn:.0%}) gain at most "
+                f"{gain:g} nats and are screened out; {kept} to analyse")
+
+
+def screen_targets(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarray, cfg: InfluenceConfig,
+                   device) -> Screen:
+    """L_long and L_short of every target, in the groups of ``batch_size`` targets the analysis
+    without screening works in (so from the very same forwards), and the targets that gain more than
+    ``cfg.screen_gain``; the selection by divergence's references are kept for those only."""
+    parts = []
+    for span in _groups(len(targets), cfg.batch_size):
+        part = _anchors(logits_fn, contexts[span], targets[span], cfg, device)
+        if part.reference is not None:
+            kept = torch.as_tensor(part.short_loss - part.long_loss > cfg.screen_gain, device=part.reference.device)
+            part = part._replace(reference=part.reference[kept])
+        parts.append(part)
+    long_loss, short_loss = (np.concatenate([getattr(part, key) for part in parts]) for key in ("long_loss", "short_loss"))
+    reference = None if parts[0].reference is None else torch.cat([part.reference for part in parts])
+    return Screen(Anchors(long_loss, short_loss, reference), np.flatnonzero(short_loss - long_loss > cfg.screen_gain))
 
 
 def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
@@ -330,7 +416,9 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     ``targets``: a frame from :func:`.targets.select_targets`. ``progress`` is called
     with (done, total, detail) after every ``report_every`` targets, after a group of targets that
     ends ``report_seconds`` or more after the last call, at the end, and within a group every
-    ``report_seconds`` (a pretrained model takes seconds a target; None: silent). Returns a frame matching
+    ``report_seconds`` (a pretrained model takes seconds a target; None: silent). With
+    ``cfg.screen_gain`` set, every target's L_long and L_short come first, and only the targets gaining
+    more than it are analysed (:func:`screen_targets`). Returns a frame matching
     :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
     """
     if report_every < 1:
@@ -341,15 +429,25 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     draws = random_draws(len(target_tokens), cfg)
     reports = _Reports(progress, len(target_tokens), report_every, report_seconds)
     fn = reports.counting(logits_fn if logits_fn is not None else as_logits_fn(model, device))
-    group = cfg.batch_size  # one row per target fills a forward; a step's rows, group * n, fill n forwards
-    parts = []
-    for start in range(0, len(target_tokens), group):
-        span = slice(start, min(start + group, len(target_tokens)))
+    screen = None
+    if cfg.screen_gain is not None:
+        reports.screening()
+        screen = screen_targets(fn, contexts, target_tokens, cfg, device)
+        reports.screened(screen, cfg.screen_gain)
+    analysed = np.arange(len(target_tokens)) if screen is None else screen.analysed
+    anchors, parts = [], []
+    # a group holds batch_size targets: one row per target fills a forward; a step's rows, group * n, fill n forwards
+    for span in _groups(len(analysed), cfg.batch_size):
+        rows = analysed[span]
         reports.group(span.start, span.stop)
-        own, reference = _group_influence(fn, contexts[span], target_tokens[span], cfg, device)
-        parts.append({**own, **_null_baselines(fn, contexts[span], others[span], target_tokens[span], draws[span],
-                                               cfg, device, reference)})
+        group = _anchors(fn, contexts[rows], target_tokens[rows], cfg, device) if screen is None else screen.group(span)
+        anchors.append(group)
+        parts.append(_group_influence(fn, contexts[rows], others[rows], target_tokens[rows], draws[rows], cfg, device,
+                                      group.reference))
         reports.group_done()
-    joined = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
-    return result_frame(targets, donors, joined["long_loss"], joined["short_loss"], joined["sparse_loss"],
-                        joined["chosen"], joined["random_loss"], joined["other_loss"])
+    every = screen.anchors if screen is not None else Anchors(
+        *(np.concatenate([getattr(group, key) for group in anchors]) for key in ("long_loss", "short_loss")), None)
+    per_k = {key: np.concatenate([part[key] for part in parts]) if parts else np.zeros((0, cfg.k_max))
+             for key in PER_K}
+    return result_frame(targets, donors, every.long_loss, every.short_loss, *(per_k[key] for key in PER_K),
+                        analysed=None if screen is None else analysed)

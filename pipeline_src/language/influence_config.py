@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..model_config import POSITIVE_INT, Declared, check_declared, declared
 
 SELECTIONS = ("greedy", "topk", "greedy_kl")
+SCREENED_OUT = "screened_out"  # the column of a screened analysis's table marking the targets it did not analyse
 
 
 class InfluenceError(ValueError):
@@ -39,6 +40,12 @@ class InfluenceConfig(Declared):
     batch_size: int = declared(POSITIVE_INT, "sequences per forward pass (speed and memory only)", 64)
     null_draws: int = declared(POSITIVE_INT, "random draws of k far tokens per target (Figure 4's random baseline)",
                                4)
+    screen_gain: float | None = declared(
+        {"type": ["number", "null"], "minimum": 0},
+        "screening: only the targets whose gain L_short - L_long exceeds this (nats) are analysed (the greedy "
+        "search and the nulls); the others keep their L_long and L_short, marked screened out. Set from the "
+        "figure's gain threshold where the config's analysis.screen is true; null: every target analysed",
+        None, config=False)
 
     def __post_init__(self) -> None:
         check_declared(self, lambda field, value, why: InfluenceError(f"InfluenceConfig.{field}={value!r}: {why}"))

@@ -13,7 +13,7 @@ them: editing a statistic redraws the figures and reruns no language model.
 import numpy as np
 import polars as pl
 
-from .influence_config import InfluenceError
+from .influence_config import SCREENED_OUT, InfluenceError
 
 LOSS_COLUMNS = ("sparse_loss", "random_loss", "other_loss")  # the selection and its two null baselines
 
@@ -21,9 +21,14 @@ LOSS_COLUMNS = ("sparse_loss", "random_loss", "other_loss")  # the selection and
 def gain_fractions(frame: pl.DataFrame, column: str = "sparse_loss") -> np.ndarray:
     """(L_short - L(k)) / (L_short - L_long) per target and k: float64 [n, k_max], where L(k) is
     ``column``: the influential tokens' loss (``sparse_loss``) or a baseline's. Undefined (inf or
-    nan) where the gain is zero; select targets with a positive gain first."""
+    nan) where the gain is zero; select targets with a positive gain first (none screened out: a
+    screened analysis has no loss at k for them)."""
     if column not in LOSS_COLUMNS:
         raise InfluenceError(f"no loss column {column!r}; known: {LOSS_COLUMNS}")
+    if SCREENED_OUT in frame.columns and frame[SCREENED_OUT].any():
+        raise InfluenceError(f"{frame[SCREENED_OUT].sum()} of the targets summarised were screened out by the "
+                             "analysis (they gain too little to be analysed): summarise at a gain threshold no lower "
+                             "than the analysis's screening threshold (its screen_gain)")
     short = frame["short_loss"].to_numpy()[:, None]
     gain = short - frame["long_loss"].to_numpy()[:, None]
     sparse = _float_matrix(frame[column])

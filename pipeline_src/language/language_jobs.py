@@ -158,11 +158,14 @@ def eval_spec(config: dict) -> dict:
 def influence_spec(config: dict) -> dict:
     """The influential-token analysis: the fields of :class:`pipeline_src.language.influence_table.InfluenceConfig`
     plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model) and
-    ``device``."""
+    ``device``. Where ``analysis.screen`` is true, ``screen_gain``: the figure's gain threshold, the one
+    the findings count gaining targets by (absent or false: no such field, the spec of before screening)."""
     section = _section(config)
     analysis = section["analysis"]
+    screen = {"screen_gain": section["figure"]["gain_threshold"]} if analysis.get("screen") else {}
     return {"context": section["context"], "local": section["local"], "device": device_setting(config),
-            **_draw(analysis, ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws", "hf_model"))}
+            **_draw(analysis, ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws", "hf_model")),
+            **screen}
 
 
 def _draw(analysis: dict, keys: tuple[str, ...]) -> dict:
