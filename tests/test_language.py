@@ -229,6 +229,22 @@ def test_loss_by_position_and_target_losses(stream, main_model, tmp_path):
         assert (joined[column] - joined[f"{column}_influence"]).abs().max() < 1e-5
 
 
+def test_a_screened_analysis_prints_and_records_what_it_screened_out(stream, main_model, tmp_path):
+    """analysis.screen: the figure's threshold enters the spec; the fraction screened out is printed and
+    recorded in the table's provenance; every drawn target keeps its row."""
+    config, folder = stream
+    config = merged(config, {"language": {"analysis": {"screen": True}, "figure": {"gain_threshold": 0.0}}})
+    lines = []
+    analysed = analyse(lang.influence_spec(config), folder / "tokens.parquet", tmp_path / "i.parquet",
+                       model_dir=main_model, progress=lines.append)
+    out = int(analysed["screened_out"].sum())
+    assert analysed.height == 6 and 0 < out < 6, out
+    assert read_record(tmp_path / "i.parquet")["screening"] == {
+        "screen_gain": 0.0, "drawn": 6, "screened_out": out, "fraction_screened_out": out / 6}
+    assert any(f"screened 6 drawn targets: {out} ({out / 6:.0%}) gain at most 0 nats" in line for line in lines)
+    assert lines[-1].startswith(f"6 targets ({out} screened out, {out / 6:.0%}: gain at most 0 nats)"), lines[-1]
+
+
 def test_language_evaluation_and_analysis_into_a_read_only_folder_fail_before_loading_the_model(stream, tmp_path,
                                                                                                  monkeypatch):
     from pipeline_src.language import analysis

@@ -107,10 +107,13 @@ def paired_fractions(frame: pl.DataFrame, *, gain_threshold: float, k: int) -> p
         raise InfluenceError(f"k must lie in 1..{k_max} (the table's k_max), got {k}")
     gaining = (frame["short_loss"] - frame["long_loss"]).to_numpy() > gain_threshold
     chosen = frame.filter(pl.Series(gaining))
+
+    def at_k(column: str) -> np.ndarray:
+        return gain_fractions(chosen, column)[:, k - 1] if chosen.height else np.empty(0)  # none: no lists to size
     return pl.DataFrame({
         "target": pl.Series(np.flatnonzero(gaining), dtype=pl.Int64),
-        "own": pl.Series(gain_fractions(chosen, "sparse_loss")[:, k - 1], dtype=pl.Float64),
-        "other": pl.Series(gain_fractions(chosen, "other_loss")[:, k - 1], dtype=pl.Float64),
+        "own": pl.Series(at_k("sparse_loss"), dtype=pl.Float64),
+        "other": pl.Series(at_k("other_loss"), dtype=pl.Float64),
     })
 
 
