@@ -89,8 +89,8 @@ def test_verdicts_and_summaries_are_those_of_the_unscreened_table(both, tmp_path
     spec = {"context": cfg.context, "local": cfg.local, "k_max": cfg.k_max, "gain_threshold": threshold,
             "n_boot": 200, "seed": 0}
     rows = {}
-    for name, frame, schema_cfg in (("plain", plain, cfg),
-                                    ("screened", screened, InfluenceConfig(**{**cfg.to_dict(), "screen_gain": threshold}))):
+    screening = InfluenceConfig(**{**cfg.to_dict(), "screen_gain": threshold})
+    for name, frame, schema_cfg in (("plain", plain, cfg), ("screened", screened, screening)):
         path = tmp_path / f"{name}.parquet"
         datasets.write(frame, path, influence_schema(schema_cfg), {"format": "test"})
         rows[name] = run_summary.language_rows(spec, path)
@@ -181,7 +181,9 @@ def test_screening_enters_the_analysis_spec_only_where_it_is_switched_on():
     edited = copy.deepcopy(config)
     edited["language"]["analysis"]["screen"] = True
     spec = language_jobs.influence_spec(edited)
-    assert spec == {**language_jobs.influence_spec(config), "screen_gain": config["language"]["figure"]["gain_threshold"]}
-    assert InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")}).screen_gain == 0.1
+    threshold = config["language"]["figure"]["gain_threshold"]
+    assert spec == {**language_jobs.influence_spec(config), "screen_gain": threshold} and threshold == 0.1
+    analysed = {key: value for key, value in spec.items() if key not in ("hf_model", "device")}
+    assert InfluenceConfig.from_dict(analysed).screen_gain == 0.1
     edited["language"]["analysis"]["screen"] = False
     assert language_jobs.influence_spec(edited) == language_jobs.influence_spec(config)

@@ -73,7 +73,8 @@ def language_rows(spec: dict, influence: Path) -> pl.DataFrame:
     from ..language.influence_table import read_influence
     from ..language.influence_summary import paired_fractions, recovered_gain
 
-    frame = read_influence(influence, InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"]))
+    frame = read_influence(influence, InfluenceConfig(context=spec["context"], local=spec["local"],
+                                                      k_max=spec["k_max"]))
     gains = [recovered_gain(frame, gain_threshold=spec["gain_threshold"], n_boot=spec["n_boot"], seed=spec["seed"],
                             column=column).with_columns(variant=pl.lit(variant))
              for variant, column in GAIN_COLUMNS.items()]

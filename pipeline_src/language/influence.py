@@ -46,10 +46,20 @@ targets, so every forward is full (but the last group's): the forwards with one 
 (L_long, L_short, topk's sets) have ``batch_size`` rows, the random baseline's ``null_draws`` times
 as many, and a step's ``batch_size * n`` candidates (n far positions not yet chosen) fill exactly n
 forwards, whatever ``far``. ``batch_size`` bounds the device memory of one forward (and the
-selection by KL holds the group's ``batch_size`` reference distributions besides); progress is
-reported per group. A reference
+selection by KL holds the group's ``batch_size`` reference distributions besides; screened, those of
+every analysed target); progress is reported per group. A reference
 implementation that runs one candidate at a time (``tests/influence_reference.py``) defines the
 result; the tests check the two agree.
+
+Screen, then select (``screen_gain``, the config's ``analysis.screen``): only targets that gain
+from their far context (L_short - L_long above the findings' threshold) enter Figure 4's curves, F4
+and F4', so a screened analysis first computes every target's L_long and L_short, in the groups and
+so the very forwards of the unscreened analysis (the same numbers, bit for bit: two forwards per
+group, against hundreds for a group's search), and runs the search and the nulls only for the
+targets gaining more than ``screen_gain``, in groups of ``batch_size`` of them (other forwards' rows:
+the same numbers within float noise; a target's random draws and donor are those of its row in the
+whole draw). Every drawn target keeps its row; the others are marked ``screened_out``, with nulls at
+every k.
 
 The model is anything that maps ``(tokens, position_ids)`` (long [B, T]) to token logits
 [B, T, V]: our :class:`~pipeline_src.model.Decoder`, or any other causal LM through a small adapter
@@ -59,8 +69,6 @@ The analysis's parameters and the schema of its table live in :mod:`.influence_t
 the statistics the figures compute from the table, in :mod:`pipeline_src.language.influence_summary`.
 """
 
-import sys
-import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -69,13 +77,10 @@ import torch
 from torch import nn
 
 from .influence_config import InfluenceConfig, InfluenceError
+from .influence_progress import ProgressFn, Reports, print_progress
 from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, PER_K
 from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses
 from .targets import target_contexts
-
-ProgressFn = Callable[[int, int, str], None]
-"""Called with (targets done, targets in all, detail): detail is "" when a group of targets has just
-ended, else what the group under way has done so far (a long group reports within itself)."""
 
 
 # --- losses -------------------------------------------------------------------------------------
@@ -311,58 +316,6 @@ def key_token(long_loss, short_loss) -> np.ndarray:
     return (short_loss - long_loss > KEY_TOKEN_GAIN) & (long_loss < KEY_TOKEN_LONG_LOSS)
 
 
-def print_progress(done: int, total: int, detail: str = "") -> None:
-    """The default progress report: one line on stderr."""
-    print(f"influential tokens: {done}/{total} targets" + (f"; {detail}" if detail else ""), file=sys.stderr,
-          flush=True)
-
-
-class _Reports:
-    """When :func:`influential_tokens` reports: after every ``report_every`` targets, after a group
-    that ends ``report_seconds`` or more after the last report, at the end, and within a group (or the
-    screening) every ``report_seconds`` (the sequences scored so far: a group of a pretrained model's
-    targets can take half an hour on a CPU). A screened analysis reports once when the screening ends
-    (how many targets it screened out); the targets counted are then those analysed."""
-
-    def __init__(self, progress: ProgressFn | None, total: int, report_every: int, report_seconds: float):
-        self.progress, self.total, self.every, self.seconds = progress, total, report_every, report_seconds
-        self.last = time.monotonic()
-        self.start = self.stop = self.scored = 0
-        self.doing = ""
-
-    def _say(self, done: int, detail: str) -> None:
-        self.progress(done, self.total, detail)
-        self.last = time.monotonic()
-
-    def counting(self, fn: LogitsFn) -> LogitsFn:
-        """``fn``, counting the sequences each forward scores and reporting when it is time."""
-        def counted(tokens: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
-            logits = fn(tokens, position_ids)
-            self.scored += len(tokens)
-            if self.progress is not None and time.monotonic() - self.last >= self.seconds:
-                self._say(self.start, f"{self.doing}: {self.scored:,} sequences scored")
-            return logits
-        return counted
-
-    def screening(self) -> None:
-        self.doing, self.scored = f"screening {self.total} drawn targets", 0
-
-    def screened(self, screen: "Screen", gain: float) -> None:
-        """The screening has ended: what it kept, whose analysis is counted from now on."""
-        self.total = len(screen.analysed)
-        if self.progress is not None:
-            self._say(0, screen.summary(gain))
-
-    def group(self, start: int, stop: int) -> None:
-        self.start, self.stop, self.scored = start, stop, 0
-        self.doing = f"targets {start + 1} to {stop}"
-
-    def group_done(self) -> None:
-        crossed = self.stop // self.every > self.start // self.every or self.stop == self.total
-        if self.progress is not None and (crossed or time.monotonic() - self.last >= self.seconds):
-            self._say(self.stop, "")
-
-
 def _groups(n: int, size: int) -> list[slice]:
     """The groups of ``size`` consecutive targets (the last may hold fewer) of n."""
     return [slice(start, min(start + size, n)) for start in range(0, n, size)]
@@ -399,9 +352,16 @@ def screen_targets(logits_fn: LogitsFn, contexts: np.ndarray, targets: np.ndarra
             kept = torch.as_tensor(part.short_loss - part.long_loss > cfg.screen_gain, device=part.reference.device)
             part = part._replace(reference=part.reference[kept])
         parts.append(part)
-    long_loss, short_loss = (np.concatenate([getattr(part, key) for part in parts]) for key in ("long_loss", "short_loss"))
-    reference = None if parts[0].reference is None else torch.cat([part.reference for part in parts])
-    return Screen(Anchors(long_loss, short_loss, reference), np.flatnonzero(short_loss - long_loss > cfg.screen_gain))
+    every = _joined(parts)
+    return Screen(every, np.flatnonzero(every.short_loss - every.long_loss > cfg.screen_gain))
+
+
+def _joined(parts: list[Anchors]) -> Anchors:
+    """The :class:`Anchors` of groups of targets, end to end."""
+    references = [part.reference for part in parts if part.reference is not None]
+    long_loss, short_loss = (np.concatenate([getattr(part, key) for part in parts])
+                             for key in ("long_loss", "short_loss"))
+    return Anchors(long_loss, short_loss, torch.cat(references) if references else None)
 
 
 def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
@@ -427,13 +387,13 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     donors = other_targets(targets)
     others = with_other_far_tokens(contexts, donors, cfg.far)
     draws = random_draws(len(target_tokens), cfg)
-    reports = _Reports(progress, len(target_tokens), report_every, report_seconds)
+    reports = Reports(progress, len(target_tokens), report_every, report_seconds)
     fn = reports.counting(logits_fn if logits_fn is not None else as_logits_fn(model, device))
     screen = None
     if cfg.screen_gain is not None:
         reports.screening()
         screen = screen_targets(fn, contexts, target_tokens, cfg, device)
-        reports.screened(screen, cfg.screen_gain)
+        reports.screened(len(screen.analysed), screen.summary(cfg.screen_gain))
     analysed = np.arange(len(target_tokens)) if screen is None else screen.analysed
     anchors, parts = [], []
     # a group holds batch_size targets: one row per target fills a forward; a step's rows, group * n, fill n forwards
@@ -441,12 +401,11 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
         rows = analysed[span]
         reports.group(span.start, span.stop)
         group = _anchors(fn, contexts[rows], target_tokens[rows], cfg, device) if screen is None else screen.group(span)
-        anchors.append(group)
+        anchors.append(group._replace(reference=None))  # its losses, for the table (its references are done with)
         parts.append(_group_influence(fn, contexts[rows], others[rows], target_tokens[rows], draws[rows], cfg, device,
                                       group.reference))
         reports.group_done()
-    every = screen.anchors if screen is not None else Anchors(
-        *(np.concatenate([getattr(group, key) for group in anchors]) for key in ("long_loss", "short_loss")), None)
+    every = screen.anchors if screen is not None else _joined(anchors)
     per_k = {key: np.concatenate([part[key] for part in parts]) if parts else np.zeros((0, cfg.k_max))
              for key in PER_K}
     return result_frame(targets, donors, every.long_loss, every.short_loss, *(per_k[key] for key in PER_K),
