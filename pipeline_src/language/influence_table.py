@@ -27,7 +27,7 @@ PER_K = ("sparse_loss", "chosen", "random_loss", "other_loss")  # one list of k_
 
 
 def _finite_elements(column: str) -> pl.Expr:
-    """Every element finite (a screened-out row's nulls aside: :meth:`InfluenceSchema.screened_out_rows_hold_nulls`)."""
+    """Every element finite (nulls aside: :meth:`InfluenceSchema.screened_out_rows_hold_nulls` checks them)."""
     return pl.col(column).list.eval(pl.element().is_finite().fill_null(True)).list.all()
 
 
@@ -127,7 +127,6 @@ def read_influence(path: Path, cfg: InfluenceConfig) -> pl.DataFrame:
 
     frame = datasets.load(path)
     return datasets.validate(frame, influence_schema(cfg, screened=SCREENED_OUT in frame.columns), path)
-
 
 
 def screening(frame: pl.DataFrame, screen_gain: float) -> dict:
