@@ -170,7 +170,9 @@ def test_each_step_checks_its_spec(tmp_path, out, command, spec, outputs, named)
 STEP = {"train_data": "generate", "eval_data": "generate", "train": "train", "evaluate": "evaluate",
         "language_corpus": "corpus", "language_train": "lm_train", "language_eval": "lm_eval",
         "language_influence": "influence"}  # each rule's command (workflow/rules/*.smk)
-CURRICULUM = "sparse_parity: {train: {curriculum: {start: 1, every: 100, threshold: 0.8}}}\n"
+# the options no shipped config sets: a curriculum over k (Figure 1) and screened influence targets
+CURRICULUM = ("sparse_parity: {train: {curriculum: {start: 1, every: 100, threshold: 0.8}}}\n"
+              "language: {analysis: {screen: true}}\n")
 
 
 def recorded(path: Path, spec: dict) -> Path:

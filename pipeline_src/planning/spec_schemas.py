@@ -188,7 +188,9 @@ def lm_eval_spec() -> dict:
 @functools.cache
 def influence_spec() -> dict:
     """``lengthgen influence``: :func:`~pipeline_src.language.language_jobs.influence_spec`; the
-    analysis's parameters take their defaults where absent."""
+    analysis's parameters take their defaults where absent. The config's ``analysis.screen`` enters
+    as ``screen_gain``, the figure's gain threshold (absent: no screening)."""
+    drawn = [name for name in part("language", "analysis")["properties"] if name != "screen"]
     fields = {"context": part("language", "context"), "local": part("language", "local"), "device": part("device"),
-              **analysis(*part("language", "analysis")["properties"])}
+              **analysis(*drawn), "screen_gain": part("language", "figure", "gain_threshold")}
     return spec(fields, tuple(name for name in fields if name not in ("context", "local")))
