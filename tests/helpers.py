@@ -118,6 +118,18 @@ MODELS, TASK_FIGURES, FIGURES, MECHANISM_TASKS = _smoke_plan()
 DEFAULT = default_config()
 
 
+def edited(**changes) -> dict:
+    """The default config with ``task={field: value}`` dicts merged one level deep."""
+    config = copy.deepcopy(DEFAULT)
+    for task, fields in changes.items():
+        for field, value in fields.items():
+            if isinstance(value, dict):
+                config[task][field].update(value)
+            else:
+                config[task][field] = value
+    return config
+
+
 def merged(base: dict, override: dict) -> dict:
     """``override`` merged over ``base`` as Snakemake merges a --configfile (dicts deep, lists replaced)."""
     out = copy.deepcopy(base)

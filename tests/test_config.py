@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import DEFAULT, merged
+from tests.helpers import DEFAULT, edited, merged
 from pipeline_src.config.load import load_config, validate
 from pipeline_src.config.layers import ConfigError
 
@@ -18,18 +18,6 @@ from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def edited(**changes) -> dict:
-    """The default config with ``task={field: value}`` dicts merged one level deep."""
-    config = copy.deepcopy(DEFAULT)
-    for task, fields in changes.items():
-        for field, value in fields.items():
-            if isinstance(value, dict):
-                config[task][field].update(value)
-            else:
-                config[task][field] = value
-    return config
 
 
 def test_default_config_passes_and_lists_every_task_and_figure():

@@ -18,8 +18,8 @@ from pipeline_src.planning import jobs
 from pipeline_src.training.curriculum import KCurriculum
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec, write_dataset
-from tests.helpers import DEFAULT
-from tests.test_config import edited
+from tests.conftest import REPO
+from tests.helpers import DEFAULT, edited
 
 quiet = {"progress": lambda line: None}
 
@@ -150,8 +150,6 @@ def test_config_curriculum_only_where_k_is_trained_and_only_in_specs_that_write_
 ])
 def test_config_schema_names_a_bad_curriculum_field(curriculum, field):
     import yaml
-
-    from tests.test_config import REPO
 
     raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     raw["sparse_parity"]["train"] = {**raw["sparse_parity"].get("train", {}), "curriculum": curriculum}

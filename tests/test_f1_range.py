@@ -12,7 +12,8 @@ from pipeline_src.findings import f1_range, run_summary, trend
 from pipeline_src.findings import verdicts as judged
 from pipeline_src.runs import run_findings
 from pipeline_src.tasks import get_task
-from tests.test_findings import F1_TASK, default_config
+from tests.conftest import default_config
+from tests.helpers import F1_TASK
 
 K_TRAIN = [4, 6, 8, 10, 12]
 K_TEST = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16]

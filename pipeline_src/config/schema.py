@@ -217,8 +217,8 @@ def check(instance, schema: dict, what: str) -> None:
 def part(*names: str) -> dict:
     """The schema of the config field at ``names`` (a fresh copy), each ``$ref`` on the way followed:
     a top-level name is a section of the config or a shape of its ``$defs`` (``train``, ``model``),
-    ``"[]"`` steps into an array's items. ``part("sparse_parity", "train", "steps")`` is the rule
-    of ``sparse_parity.train.steps``; a ``$ref`` left inside the fragment refers to the ``$defs``
+    ``"[]"`` steps into an array's items. ``part(task, "train", "steps")`` is the rule
+    of ``<task>.train.steps``; a ``$ref`` left inside the fragment refers to the ``$defs``
     of :func:`config_schema`."""
     schema = _schema()
     first, *rest = names

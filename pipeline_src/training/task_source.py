@@ -39,10 +39,11 @@ class TaskSource:
         self.opt, self.pending = spec["train"], []
         # each sample's k where the task trains on k ~ Unif{1..K_train} (sparse parity and its scratchpad variant)
         self.k_train = spec.get("k_train")
-        self.k = None if self.k_train is None else torch.from_numpy(frame["k"].to_numpy().astype("int64"))
-        if self.k is not None and int(self.k.max()) > self.k_train:
-            raise ValueError(f"{train_data}: samples of k up to {int(self.k.max())}, but the spec's k_train is "
+        k = None if self.k_train is None else frame["k"].to_numpy().astype("int64")
+        if k is not None and k.max() > self.k_train:
+            raise ValueError(f"{train_data}: samples of k up to {k.max()}, but the spec's k_train is "
                              f"{self.k_train} (a training set of another K_train?)")
+        self.k = None if k is None else torch.from_numpy(k)
         options = self.opt.get("curriculum")
         self.curriculum = KCurriculum.of(options, self.k_train) if options and self.k_train else None
         self.vocab_size = len(task.vocab)
