@@ -282,11 +282,11 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
     return summary
 
 
-def accuracy_by_k(k_log: list) -> dict[str, float | None]:
-    """Training accuracy per k ("1".."K_train") over the steps of ``k_log`` (rows of (right, scored)
-    per k); None for a k no step drew."""
+def accuracy_by_k(k_log: list) -> list[float | None]:
+    """Training accuracy per k over the steps of ``k_log`` (rows of (right, scored) per k), k = 1..K_train
+    in order (a list: JSON's sorted keys would put "10" before "2"); None for a k no step drew."""
     correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*k_log))
-    return {str(k): (right / n if n else None) for k, (right, n) in enumerate(zip(correct, scored), start=1)}
+    return [right / n if n else None for right, n in zip(correct, scored)]
 
 
 def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,
