@@ -68,6 +68,7 @@ def figure_note(spec: dict, inputs: list) -> str:
     from ..tasks import get_task
 
     task = get_task(spec["task"])
+    headline = {variant: task.headline_metric(variant) for variant in spec["runs"]}
     frame = read_accuracy(inputs)
-    headline = pl.Series([task.headline_metric(variant) for variant in frame["variant"]])
-    return caption_note(frame.filter(frame["metric"] == headline), spec["train_lengths"][1])
+    return caption_note(frame.filter(pl.col("metric") == pl.col("variant").replace_strict(headline)),
+                        spec["train_lengths"][1])

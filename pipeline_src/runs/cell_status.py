@@ -114,8 +114,9 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
     if diverged and not reasons:
         status.state, status.note = "diverged", diverged
     try:
-        status.metric, status.at_train, status.at_longest = headline(config, cell, evaluation.artifact)
-        gate = fit_gate(config, cell, evaluation.artifact)
+        table = headline_table(cell, evaluation.artifact)
+        status.metric, status.at_train, status.at_longest = headline(config, cell, table)
+        gate = fit_gate(config, cell, table)
     except Exception as err:  # noqa: BLE001 - a damaged table: say so, keep the other cells
         status.state, status.note = "stale", f"{evaluation.artifact}: unreadable ({err})"
         return status
@@ -159,13 +160,23 @@ def longest_train_length(config: dict, task: str) -> int:
     return get_task(task).train_lengths(config[task]["data"])[1]
 
 
-def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float] | None, tuple[int, float] | None]:
+def headline_table(cell: dict, path: str):
+    """The cell's accuracy table at ``path``, its headline metric's rows: length and accuracy, and k for
+    a task trained on K_train (read once for :func:`headline` and :func:`fit_gate`)."""
+    import polars as pl
+
+    k_column = ["k"] if get_task(cell["task"]).layout.k_train(cell["variant"]) is not None else []
+    metric = headline_metric(cell["task"], cell["variant"])
+    return pl.read_parquet(path, columns=[*k_column, "length", "metric", "accuracy"]).filter(pl.col("metric") == metric)
+
+
+def headline(config: dict, cell: dict, frame) -> tuple[str, tuple[int, float] | None, tuple[int, float] | None]:
     """The cell's metric and its mean accuracy (over the task's cell columns but length, e.g. k_test)
-    at the longest evaluated length within the training lengths, and at the longest evaluated length."""
+    at the longest evaluated length within the training lengths, and at the longest evaluated length
+    (``frame``: :func:`headline_table`)."""
     import polars as pl
 
     metric = headline_metric(cell["task"], cell["variant"])
-    frame = pl.read_parquet(path, columns=["length", "metric", "accuracy"]).filter(pl.col("metric") == metric)
     if frame.is_empty():
         return metric, None, None
     means = dict(frame.group_by("length").agg(pl.col("accuracy").mean()).iter_rows())
@@ -175,19 +186,14 @@ def headline(config: dict, cell: dict, path: str) -> tuple[str, tuple[int, float
     return metric, at_train, (lengths[-1], means[lengths[-1]])
 
 
-def fit_gate(config: dict, cell: dict, path: str):
+def fit_gate(config: dict, cell: dict, frame):
     """The k <= K_train the cell's model did not learn at the longest training length (a
-    :class:`~pipeline_src.findings.fit_gate.NotLearned`), or None: learned, or a task without K_train."""
-    import polars as pl
-
+    :class:`~pipeline_src.findings.fit_gate.NotLearned`), or None: learned, or a task without K_train
+    (``frame``: :func:`headline_table`)."""
     from ..findings.fit_gate import not_learned
 
     k_train = get_task(cell["task"]).layout.k_train(cell["variant"])
-    if k_train is None:
-        return None
-    metric = headline_metric(cell["task"], cell["variant"])
-    frame = pl.read_parquet(path, columns=["k", "length", "metric", "accuracy"]).filter(pl.col("metric") == metric)
-    return not_learned(frame, k_train, longest_train_length(config, cell["task"]))
+    return None if k_train is None else not_learned(frame, k_train, longest_train_length(config, cell["task"]))
 
 
 # --- the whole config ---

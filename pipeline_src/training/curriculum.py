@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-# The rule of ``train.curriculum`` in the config schema (pipeline_src/config/config.schema.yaml says
-# the same): its fields, each documented there and in config/README.md.
+# The fields of ``train.curriculum`` (their rules: pipeline_src/config/config.schema.yaml)
 FIELDS = ("start", "every", "threshold")
 
 

@@ -229,7 +229,7 @@ def _advance_curriculum(state: RunState) -> None:
     :class:`~.curriculum.KCurriculum`); the batches drawn under the old k_max are dropped."""
     curriculum = state.source.curriculum
     window = state.k_log[-curriculum.every:]
-    correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*window))
+    correct, scored = k_totals(window)
     at = curriculum.k_max - 1
     if curriculum.check(state.step, correct, scored):
         state.source.pending = []
@@ -282,11 +282,17 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
     return summary
 
 
-def accuracy_by_k(k_log: list) -> list[float | None]:
-    """Training accuracy per k over the steps of ``k_log`` (rows of (right, scored) per k), k = 1..K_train
-    in order (a list: JSON's sorted keys would put "10" before "2"); None for a k no step drew."""
+def k_totals(k_log: list) -> tuple[list[int], list[int]]:
+    """The response tokens predicted right and those scored per k, summed over the steps of ``k_log``
+    (rows of (right, scored) per k)."""
     correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*k_log))
-    return [right / n if n else None for right, n in zip(correct, scored)]
+    return correct, scored
+
+
+def accuracy_by_k(k_log: list) -> list[float | None]:
+    """Training accuracy per k over the steps of ``k_log``, k = 1..K_train in order (a list: JSON's
+    sorted keys would put "10" before "2"); None for a k no step drew."""
+    return [right / n if n else None for right, n in zip(*k_totals(k_log))]
 
 
 def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,
