@@ -126,12 +126,21 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
     k_train = get_task(task).layout.k_train(variant)
+    spec["train"]["steps"] = train_steps(section["train"], k_train)
+    spec["train"].pop("steps_by_k_train", None)  # the model's own steps are in its spec
     if k_train is not None:
         spec["k_train"] = k_train
     if not get_scheme(scheme).predicts_positions:
         for field in POSITION_HEAD_TRAIN_FIELDS:  # unused: editing it must not retrain
             del spec["train"][field]
     return spec
+
+
+def train_steps(train: dict, k_train: int | None) -> int:
+    """The steps a model of ``k_train`` trains: its entry of ``train.steps_by_k_train``, else
+    ``train.steps``."""
+    by_k = train.get("steps_by_k_train") or {}
+    return by_k.get(k_train, train["steps"])
 
 
 def eval_spec(config: dict, task: str) -> dict:
@@ -193,6 +202,7 @@ def _check_task(config: dict, task: str) -> None:
     section, declared = config[task], get_task(task)
     try:
         check_curriculum(task, section["train"])
+        check_steps_by_k_train(task, section)
         declared.layout.check_variants(section)
         if declared.check_section is not None:
             declared.check_section(section)
@@ -210,6 +220,22 @@ def check_curriculum(task: str, train: dict) -> None:
     if "curriculum" in train and not get_task(task).layout.by_k_train:
         trained_on_k = ", ".join(name for name, declared in TASKS.items() if declared.layout.by_k_train)
         raise ValueError(f"train.curriculum: a curriculum over k needs a task trained on k_train ({trained_on_k})")
+
+
+def check_steps_by_k_train(task: str, section: dict) -> None:
+    """``train.steps_by_k_train`` only for a task trained on k_train, its keys K_train values of the
+    section; its keys made integers in place (YAML reads ``8:`` as one, ``--config``'s JSON ``"8"`` as a
+    string; of both, the one merged last, the later layer's, wins); a ValueError naming the field."""
+    by_k = section["train"].get("steps_by_k_train")
+    if by_k is None:
+        return
+    field = "train.steps_by_k_train"
+    if not get_task(task).layout.by_k_train:
+        raise ValueError(f"{field}: steps per K_train need a task trained on k_train")
+    for key in by_k:
+        if not re.fullmatch(r"\d+", str(key)) or int(key) not in section["k_train"]:
+            raise ValueError(f"{field}: {key!r} is not a K_train of the section (k_train: {sorted(section['k_train'])})")
+    section["train"]["steps_by_k_train"] = {int(key): steps for key, steps in by_k.items()}
 
 
 def _check_eval_grid(config: dict, task: str, variant: str) -> None:
