@@ -14,7 +14,9 @@ from pipeline_src.planning import jobs
 from tests.conftest import REPO
 from tests.helpers import edited
 
-BASE = edited(sparse_parity={"k_train": [2, 4]})  # the K_train these tests name, whatever the default's
+# K_train 2 and 4, each trained train.steps on the paper's law: the base these tests layer over, whatever the default's
+PLAIN = {"k_train": [2, 4], "train": {"steps_by_k_train": None, "curriculum": None}}
+BASE = edited(sparse_parity=PLAIN)
 
 
 def specs(config: dict) -> dict:
@@ -24,7 +26,7 @@ def specs(config: dict) -> dict:
 
 
 def test_a_named_k_train_trains_its_own_steps_and_only_its_specs_change():
-    config = edited(sparse_parity={"k_train": [2, 4], "train": {"steps_by_k_train": {4: 1234}}})
+    config = edited(sparse_parity={"k_train": [2, 4], "train": {"steps_by_k_train": {4: 1234}, "curriculum": None}})
     jobs.check(config)
     before, after = specs(BASE), specs(config)
     assert {key for key in before if before[key] != after[key]} == {key for key in before if key[0] == "k4"}
@@ -58,3 +60,25 @@ def test_the_schema_names_a_bad_step_count(steps):
     raw["sparse_parity"]["train"] = {**raw["sparse_parity"].get("train", {}), "steps_by_k_train": {4: steps}}
     with pytest.raises(ConfigError, match=re.escape("steps_by_k_train")):
         validate(raw)
+
+
+def test_null_turns_off_the_map_and_the_curriculum_of_a_config_layered_under():
+    recipe = {"k_train": [2, 4], "train": {"steps_by_k_train": {4: 1234}, "curriculum": {"start": 1, "every": 10,
+                                                                                         "threshold": 0.9}}}
+    with_recipe = edited(sparse_parity=recipe)
+    turned_off = edited(sparse_parity={**recipe, **PLAIN})
+    for config in (with_recipe, turned_off):
+        jobs.check(config)
+    written_nowhere = edited(sparse_parity={"k_train": [2, 4]})
+    for field in ("steps_by_k_train", "curriculum"):
+        written_nowhere["sparse_parity"]["train"].pop(field, None)
+    assert specs(with_recipe) != specs(written_nowhere)
+    assert specs(turned_off) == specs(written_nowhere)
+    assert all("curriculum" not in spec["train"] for spec in specs(turned_off).values())
+
+
+def test_null_passes_the_schema():
+    raw = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    raw["sparse_parity"]["train"] = {**raw["sparse_parity"].get("train", {}), "steps_by_k_train": None,
+                                     "curriculum": None}
+    validate(raw)

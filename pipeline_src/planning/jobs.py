@@ -128,6 +128,8 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
     k_train = get_task(task).layout.k_train(variant)
     spec["train"]["steps"] = train_steps(section["train"], k_train)
     spec["train"].pop("steps_by_k_train", None)  # the model's own steps are in its spec
+    if spec["train"].get("curriculum", {}) is None:  # null: none, the spec of a config that writes none
+        del spec["train"]["curriculum"]
     if k_train is not None:
         spec["k_train"] = k_train
     if not get_scheme(scheme).predicts_positions:
@@ -217,7 +219,7 @@ def _check_task(config: dict, task: str) -> None:
 def check_curriculum(task: str, train: dict) -> None:
     """A ``train`` block with a curriculum over k only for a task trained on k_train; a ValueError
     naming ``train.curriculum``."""
-    if "curriculum" in train and not get_task(task).layout.by_k_train:
+    if train.get("curriculum") is not None and not get_task(task).layout.by_k_train:
         trained_on_k = ", ".join(name for name, declared in TASKS.items() if declared.layout.by_k_train)
         raise ValueError(f"train.curriculum: a curriculum over k needs a task trained on k_train ({trained_on_k})")
 
