@@ -6,6 +6,7 @@ from snakemake.utils import min_version
 
 from pipeline_src.provenance.environment import jobs_use_this_python, quiet_report_about_absent_files
 from pipeline_src.runs.cell_status import unfinished_warning
+from pipeline_src.runs.preflight import check_workflow
 
 min_version("9.0")
 
@@ -45,6 +46,13 @@ rule all:
     default_target: True
     input:
         list(dict.fromkeys(path for inputs in TARGETS.values() for path in inputs)),
+
+
+# Before the first job starts (and Snakemake removes its old outputs): every job's spec, device and
+# input files checked as the job would check them; one line naming the field or file, nothing removed
+# (pipeline_src/runs/preflight.py).
+onstart:
+    check_workflow(workflow)
 
 
 # Cells that did not finish (training diverged, or a job failed), on the console at the end.

@@ -75,7 +75,8 @@ def read_checked(path: str | Path, error: type[Exception] = ValueError) -> tuple
         return data, False
     if (actual := hashlib.sha256(data).hexdigest()) != recorded:
         raise error(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
-                    f"make it again, or delete {sidecar_path(path).name} to use it as it is")
+                    f"make it again (a workflow run that needs it names the command), or use it as it is: "
+                    f"lengthgen adopt {path}")
     return data, True
 
 
