@@ -261,13 +261,14 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     study.draw(figure)(spec, list(inputs), list(outputs), rule=rule)
     from ..figures.caption import write_caption
     from ..findings.fit_gate import figure_note
+    from ..runs.adoption import file_note as adopted  # the files used as they are, from the figure's record
 
     unlearned = figure_note(spec, list(inputs)) if caption or training_caption else ""
     if caption:
         from ..findings.verdicts import caption as finding
 
-        write_caption(caption[0], outputs[0], caption[1], study.caption_run,
-                      finding=" ".join(part for part in (finding(figure, spec, list(inputs)), unlearned) if part))
+        write_caption(caption[0], outputs[0], caption[1], study.caption_run, finding=" ".join(
+            part for part in (finding(figure, spec, list(inputs)), unlearned, adopted(outputs[0])) if part))
     if mechanism_dirs:
         from ..evaluation.mechanism_schema import table_paths
         from ..figures.mechanism_figure import plot as draw_mechanism
@@ -275,14 +276,15 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
         draw_mechanism(spec, list(inputs), [table_paths(folder) for folder in mechanism_dirs], list(mechanism_outputs),
                        rule=rule)
         if mechanism_caption:
-            write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1], study.caption_run)
+            write_caption(mechanism_caption[0], mechanism_outputs[0], mechanism_caption[1], study.caption_run,
+                          finding=adopted(mechanism_outputs[0]))
     if training_logs:
         from ..figures.training_curves import plot as draw_training
 
         draw_training(spec, list(inputs), list(training_logs), list(training_outputs), rule=rule)
         if training_caption:
             write_caption(training_caption[0], training_outputs[0], training_caption[1], study.caption_run,
-                          finding=unlearned)
+                          finding=" ".join(part for part in (unlearned, adopted(training_outputs[0])) if part))
 
 
 for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/runs/tools.py)

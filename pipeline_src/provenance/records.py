@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..storage.canonical import canonical_json, config_hash, sha256_file
+from ..storage.provenance import RESTS_ON_ADOPTED, adopted_upstream
 from .code_digest import PACKAGE_DIR, stage_digest
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
@@ -61,6 +62,7 @@ def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Pa
     """The provenance record of an artifact about to be written; its code digest is the job's, as the
     workflow's code param computes it (``stage_digest(stage, task, scheme)``)."""
     files = {role: {"path": str(path), "sha256": sha256_file(path)} for role, path in (inputs or {}).items()}
+    adopted = adopted_upstream(inputs or {})
     return {
         "format": "lengthgen.provenance/1",
         "rule": rule,
@@ -70,4 +72,5 @@ def build_record(rule: str, stage: str, config: dict, inputs: dict[str, str | Pa
         "inputs": files,
         "code": {**code_version(), "stage": stage, "stage_digest": stage_digest(stage, task, scheme)},
         "libraries": library_versions(),
+        **({RESTS_ON_ADOPTED: adopted} if adopted else {}),  # made from files used as they are (lengthgen adopt)
     }

@@ -2,7 +2,8 @@
 long a run takes (:mod:`.estimate`), ``lengthgen findings`` over a results folder
 (:mod:`.run_findings`, with the check that its tables were made with the config judged:
 :mod:`.judged_config`) and across scales into the README's table (:mod:`.scales`), the report's
-landing page (:mod:`.landing`), provenance verification (:mod:`.verify`), TensorBoard export
+landing page (:mod:`.landing`), provenance verification (:mod:`.verify`), the checks before a run
+removes anything (:mod:`.preflight`), files adopted as they are (:mod:`.adoption`), TensorBoard export
 (:mod:`.tensorboard_export`), the benchmarks (:mod:`.benchmarks`) and the ``lengthgen`` commands
 that read them (:mod:`.tools`). Nothing here changes a result.
 

@@ -14,6 +14,9 @@ by :mod:`pipeline_src.planning.paths` as the rules name them. Its state:
 * ``diverged``: done, but the cell's training diverged (its summary says at which step): the
   figures name it and leave it out of the means.
 
+A cell whose accuracy table rests on a file adopted as it is (``lengthgen adopt``: its record's
+``rests_on_adopted``) says so first in its note, naming the files.
+
 A missing cell whose training (or evaluation) log exists but whose model (or accuracy table) does
 not is noted as failed or running, with the log's path: after a ``--keep-going`` run, the cells
 that failed.
@@ -37,6 +40,7 @@ from ..storage.canonical import config_hash
 from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from ..planning.cell_jobs import Job, cell_jobs
+from .adoption import rests_on
 
 STATES = ("done", "diverged", "stale", "missing")
 
@@ -122,6 +126,9 @@ def cell_status(config: dict, cell: dict, checker: Checker | None = None) -> Cel
         return status
     if gate is not None and status.state == "done":
         status.note = f"not learned: {gate.describe()}"
+    record = checker.record(evaluation.artifact)
+    if adopted := [item["path"] for item in rests_on(record)] if isinstance(record, dict) else []:
+        status.note = "; ".join(part for part in (f"rests on adopted {', '.join(adopted)}", status.note) if part)
     return status
 
 

@@ -2,7 +2,8 @@
 them (a section the Snakefile hands over: :mod:`.run_findings` judges them and reads this module's
 comparisons, so this module does not import it), then the checkout making the report (git commit,
 dirty flag, package and library versions), whether each figure was made with the config the report
-was made with, and the cells under ``results/`` that did not finish.
+was made with, the figures resting on a file adopted as it is (:mod:`.adoption`), and the cells
+under ``results/`` that did not finish.
 
 Each figure's caption states what that figure was made with (its own provenance record:
 :mod:`pipeline_src.figures.caption`); this page compares those records with the report's config,
@@ -25,6 +26,7 @@ from ..planning import paths
 from ..storage.canonical import canonical_json, config_hash
 from ..storage.provenance import add_values, read_record
 from ..provenance.records import code_version, library_versions
+from .adoption import file_note
 from .cell_status import diff_fields, unfinished_cells
 from ..planning.study import Study
 
@@ -106,6 +108,16 @@ def figures_section(config: dict, studies: tuple[Study, ...]) -> list[str]:
     return lines or ["- none (this config has no figure)"]
 
 
+def adopted_section(config: dict, studies: tuple[Study, ...]) -> list[str]:
+    """One bullet per figure of ``config`` that rests on a file adopted as it is (``lengthgen adopt``),
+    naming those files; "none" where no figure does."""
+    lines = []
+    for figure in (figure for study in studies for figure in study.figures(config)):
+        if text := file_note(paths.figure_files(figure)[0]):
+            lines.append(f"- **{figure}**: {text}")
+    return lines or ["- none: every figure rests on files as their jobs made them"]
+
+
 def _bullets(items: str | list[str]) -> list[str]:
     return ["  none"] if isinstance(items, str) else [f"  - ``{item}``" for item in items]
 
@@ -126,6 +138,7 @@ def render(config: dict, studies: tuple[Study, ...], findings: Callable[[dict], 
              f":lengthgen version: {code['package_version']}",
              f":library versions: {libraries}", "",
              "**Figures and this report's config**", "", *figures_section(config, studies), "",
+             "**Results resting on files adopted as they are**", "", *adopted_section(config, studies), "",
              "**Cells that did not finish**", ""]
     for title, items in unfinished_cells(Path(paths.RESULTS)).items():
         lines += [f"- {title}:", "", *_bullets(items), ""]

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..options import CONFIGFILES, THREADS, model_job_errors
+from .adoption import adopt_command
 from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
 from ..evaluation.metrics import METRICS
 
@@ -359,4 +360,4 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     click.echo(format_report(result))
 
 
-COMMANDS = (mechanism_table, table, findings, tensorboard, provenance, status, check, spec, benchmark)
+COMMANDS = (mechanism_table, table, findings, tensorboard, provenance, status, check, spec, benchmark, adopt_command)

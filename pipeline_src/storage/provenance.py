@@ -25,6 +25,8 @@ IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (prov
 
 PARQUET_KEY = "lengthgen.provenance"
 SIDECAR_SUFFIX = ".prov.json"
+ADOPTED = "adopted"  # a sidecar's record of a file adopted as it is: by whom, when, its new SHA-256
+RESTS_ON_ADOPTED = "rests_on_adopted"  # a record's adopted files upstream (adopted_upstream)
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -52,32 +54,59 @@ def write_sidecar(path: str | Path, record: dict) -> None:
     write_text(side, json.dumps(body, indent=2, sort_keys=True) + "\n")
 
 
-def recorded_sha256(path: str | Path) -> str | None:
-    """The SHA-256 that the sidecar of ``path`` recorded for it when it was written; None without a
-    sidecar. An unreadable sidecar is a ValueError naming it."""
+def sidecar_record(path: str | Path) -> dict | None:
+    """The record in the sidecar of ``path`` (None without one), holding the artifact's SHA-256. An
+    unreadable sidecar is a ValueError naming it."""
     side = sidecar_path(path)
     try:
-        return json.loads(side.read_text())["artifact"]["sha256"]
+        record = json.loads(side.read_text())
+        record["artifact"]["sha256"]  # noqa: B018 - every sidecar records its artifact's digest
+        return record
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{side}: not a readable provenance record ({type(err).__name__}: {err})") from None
 
 
+def recorded_sha256(path: str | Path) -> str | None:
+    """The SHA-256 that the sidecar of ``path`` recorded for it when it was written (or adopted);
+    None without a sidecar. An unreadable sidecar is a ValueError naming it."""
+    record = sidecar_record(path)
+    return None if record is None else record["artifact"]["sha256"]
+
+
 def read_checked(path: str | Path, error: type[Exception] = ValueError) -> tuple[bytes, bool]:
-    """The bytes of ``path``, and whether they have the SHA-256 its sidecar recorded when it was
-    written (False: no sidecar, a file made by hand, nothing to check it against). Bytes that
-    changed raise ``error`` naming the file and both digests: no job uses a changed input. The
-    caller parses the bytes checked here, so a file replaced after the check is never used."""
+    """The bytes of ``path``, and whether they are the bytes its writer made and checked: the
+    SHA-256 its sidecar recorded when it was written (False: no sidecar, a file made by hand, or a
+    file adopted as it is, ``lengthgen adopt``: its bytes are the sidecar's, not its writer's).
+    Bytes that changed raise ``error`` naming the file and both digests: no job uses a changed
+    input. The caller parses the bytes checked here, so a file replaced after the check is never used."""
     data = Path(path).read_bytes()
-    recorded = recorded_sha256(path)
-    if recorded is None:
+    record = sidecar_record(path)
+    if record is None:
         return data, False
-    if (actual := hashlib.sha256(data).hexdigest()) != recorded:
+    if (actual := hashlib.sha256(data).hexdigest()) != (recorded := record["artifact"]["sha256"]):
         raise error(f"{path}: changed since it was written (sha256 {actual}, its record says {recorded}); "
                     f"make it again (a workflow run that needs it names the command), or use it as it is: "
                     f"lengthgen adopt {path}")
-    return data, True
+    return data, ADOPTED not in record
+
+
+def adopted_upstream(inputs: dict[str, str | Path]) -> list[dict]:
+    """The adopted files (``lengthgen adopt``) that ``inputs`` rest on: each input adopted itself,
+    and every one its record says it rests on (``rests_on_adopted``), once each, as ``{"path",
+    "sha256", "by", "at"}``. An input without a readable sidecar adds nothing."""
+    found: dict[tuple, dict] = {}
+    for path in inputs.values():
+        try:
+            record = sidecar_record(path) or {}
+        except ValueError:
+            continue
+        own = [{"path": str(path), **{key: record[ADOPTED][key] for key in ("sha256", "by", "at")}}] \
+            if ADOPTED in record else []
+        for item in [*own, *record.get(RESTS_ON_ADOPTED, [])]:
+            found.setdefault((item["path"], item["sha256"]), item)
+    return sorted(found.values(), key=lambda item: (item["path"], item["sha256"]))
 
 
 def read_record(path: str | Path) -> dict:
