@@ -96,6 +96,30 @@ def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
     return workdir
 
 
+def finished_files(workdir: Path) -> dict[Path, bytes]:
+    """Every file a run made under ``workdir``/results (logs and benchmarks aside), with its bytes."""
+    results = workdir / "results"
+    return {p: p.read_bytes() for p in results.rglob("*")
+            if p.is_file() and "logs" not in p.parts and "benchmarks" not in p.parts}
+
+
+def timed(path: Path) -> bool:
+    """Whether ``path`` holds wall-clock seconds: a training's log and summary (and so do their
+    sidecars' digests, and the sidecars of the training-curve figures drawn from the logs; the
+    figures themselves are the same)."""
+    return path.name.startswith((paths.TRAIN_FILES["log_table"], paths.TRAIN_FILES["summary"])) or (
+        path.name.startswith(paths.training_figure("")) and path.name.endswith(".prov.json"))
+
+
+def changed_files(before: dict[Path, bytes], workdir: Path) -> list[str]:
+    """The files of ``before`` (:func:`finished_files`) now gone or with other bytes, but those
+    holding wall-clock seconds (:func:`timed`; a training's log must still equal it but for its
+    seconds, which the caller checks where a training ran again)."""
+    results = workdir / "results"
+    return [str(p.relative_to(results)) for p, data in before.items()
+            if not p.exists() or (not timed(p) and p.read_bytes() != data)]
+
+
 def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
     """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
     figure, and the tasks with a mechanism figure."""

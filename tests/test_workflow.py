@@ -18,8 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, copy_workflow, planned_blocks,
-                           planned_jobs, snakemake, write_override)
+from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, changed_files, copy_workflow,
+                           finished_files, planned_blocks, planned_jobs, snakemake, write_override)
 
 
 @pytest.fixture(scope="module")
@@ -379,8 +379,7 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
     override = write_override(workdir, "slow.yaml", slow)
     snakemake(workdir, "all", "--configfile", override)
     results = workdir / "results"
-    artifacts = [p for p in results.rglob("*") if p.is_file() and "logs" not in p.parts and "benchmarks" not in p.parts]
-    before = {p: p.read_bytes() for p in artifacts}
+    before = finished_files(workdir)
     folder = results / "train" / "sparse_parity" / "rope" / "k2" / "seed0"
 
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -404,13 +403,7 @@ def test_a_training_killed_in_a_forced_rerun_is_made_again_by_the_next_run(tmp_p
         assert plan.get("train") == 1 and plan.get("evaluate") == 1 and plan.get("plot_figure1") == 1, (target, plan)
     snakemake(workdir, "figure1", "--configfile", override)
     assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", override)) == {}
-    from pipeline_src.planning.paths import FIGURE_FORMATS, training_figure
-
-    timed = ("train_log.parquet", "summary.json",  # hold wall-clock seconds (and so do their sidecars' digests,
-             # and the sidecars of the training curves drawn from the logs: the figures are the same)
-             *(f"{training_figure('figure1')}.{fmt}.prov.json" for fmt in FIGURE_FORMATS))
-    changed = [str(p.relative_to(results)) for p in artifacts
-               if not p.exists() or (not p.name.startswith(timed) and p.read_bytes() != before[p])]
+    changed = changed_files(before, workdir)
     assert changed == [], f"differ from the uninterrupted run: {changed}"
     log = folder / "train_log.parquet"
     assert pl.read_parquet(log).drop("seconds").equals(pl.read_parquet(io.BytesIO(before[log])).drop("seconds"))

@@ -64,15 +64,18 @@ class Job:
 
 
 def check_workflow(workflow) -> None:
-    """:func:`check` of the jobs of Snakemake's ``workflow`` about to run, as a WorkflowError."""
-    from snakemake.exceptions import WorkflowError
+    """:func:`check` of the jobs of Snakemake's ``workflow`` about to run; a failure is logged as its
+    one line (no traceback: the line says it all) and ends the run with exit status 1, before the
+    first job (Snakemake releases its lock on the way out)."""
+    from snakemake.logging import logger
 
     jobs = [Job(job.rule.name, tuple(map(str, job.input)), tuple(map(str, job.output)), dict(job.params.items()))
             for job in workflow.dag.needrun_jobs()]
     try:
         check(jobs, local=workflow.local_exec and not workflow.remote_exec, command=sys.argv)
     except PreflightError as err:
-        raise WorkflowError(str(err)) from None
+        logger.error(str(err))
+        sys.exit(1)
 
 
 def check(jobs: list[Job], *, local: bool = True, command: list[str] | None = None) -> None:
