@@ -117,3 +117,14 @@ def test_the_workflow_checks_before_any_job_starts():
     scheduler, whose jobs' prepare() removes their outputs)."""
     text = (Path(__file__).resolve().parents[1] / "Snakefile").read_text()
     assert "onstart:\n    check_workflow(workflow)\n" in text
+
+
+def test_several_changed_inputs_are_counted_and_all_made_again_by_one_command(results):
+    other = "results/data/sparse_parity/train_k3.parquet"
+    write_dataset(Path(other), "train", TRAIN_PARAMS)
+    for path in (DATA, other):
+        os.truncate(path, 2000)
+    message = failure([train_job(), Job("train", (other,), ("results/train/other/model.safetensors",),
+                                        {"spec": canonical_json(tiny_train_spec())})])
+    assert message.startswith(f"{DATA}: changed since it was written") and "(and 1 more such file(s))" in message
+    assert f"--forcerun {DATA} {other}" in message and f"lengthgen adopt {DATA} {other})" in message

@@ -24,7 +24,6 @@ Imports nothing heavy: the Snakefile imports it at parse time.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..planning import paths
+from ..storage.canonical import sha256_file
 from ..storage.provenance import recorded_sha256, sidecar_path
 
 NOTHING_DONE = "nothing was run or removed"
@@ -91,7 +91,8 @@ def check(jobs: list[Job], *, local: bool = True, command: list[str] | None = No
         first, problem = next(iter(problems.items()))
         more = f" (and {len(problems) - 1} more such file(s))" if len(problems) > 1 else ""
         raise PreflightError(f"{first}: {problem}{more}; {NOTHING_DONE}. Make it again: "
-                             f"{remake_command(command, list(problems))}   (or use it as it is: lengthgen adopt {first})")
+                             f"{remake_command(command, list(problems))}   (or use it as it is: "
+                             f"{shlex.join(['lengthgen', 'adopt', *problems])})")
 
 
 def integrity(path: str | Path) -> str | None:
@@ -103,11 +104,7 @@ def integrity(path: str | Path) -> str | None:
         return f"unreadable provenance record ({str(err).split(': ', 1)[-1]})"
     if recorded is None:
         return f"no provenance record ({sidecar_path(path).name} is missing): nothing says what made it"
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    if (actual := digest.hexdigest()) != recorded:
+    if (actual := sha256_file(path)) != recorded:
         return f"changed since it was written (sha256 {actual}, its record says {recorded})"
     return None
 
