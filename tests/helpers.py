@@ -353,6 +353,13 @@ def small_targets(cfg: InfluenceConfig) -> pl.DataFrame:
 # --- accuracy and influence tables the findings judge (test_findings.py) --------------------------
 
 F1_TASK, F2_TASK, F3_TASK = (jobs.FIGURE_TASK[f"figure{i}"] for i in (1, 2, 3))
+
+
+def claim(name: str):
+    """The shipped claim called ``name`` (pipeline_src/findings/claims/)."""
+    from pipeline_src.findings.claim_file import load_claims
+
+    return {found.name: found for found in load_claims()}[name]
 N = 1000  # samples per cell: accuracies are exact to 3 decimals
 
 

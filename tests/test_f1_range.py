@@ -8,16 +8,17 @@ import polars as pl
 import pytest
 from scipy.stats import page_trend_test
 
-from pipeline_src.findings import f1_range, run_summary, trend
+from pipeline_src.findings import run_summary, trend
 from pipeline_src.findings import verdicts as judged
-from pipeline_src.runs import run_findings
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
-from tests.helpers import F1_TASK
+from pipeline_src.planning import jobs
+from tests.helpers import F1_TASK, claim
 
 K_TRAIN = [4, 6, 8, 10, 12]
 K_TEST = [1, 2, 3, 4, 6, 8, 10, 12, 14, 16]
-FRESH = list(range(f1_range.F1R_FRESH_FROM, f1_range.F1R_FRESH_FROM + 8))
+F1R = claim("F1r")
+FRESH = list(range(F1R.seeds_from, F1R.seeds_from + 8))
 
 
 @pytest.fixture
@@ -31,12 +32,12 @@ def config():
 def f1r(config, value, seeds=FRESH) -> judged.Finding:
     """F1r judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``."""
     config[F1_TASK]["seeds"] = seeds
-    spec, _ = run_findings.figure_specs(config)["F1r"]
+    spec = jobs.figure_spec(config, "figure1")
     metric = get_task(F1_TASK).headline_metric(next(iter(spec["runs"])))
-    rows = [(F1_TASK, f"k{K}", judged.F1_SCHEME, seed, k, length, metric, value(K, k, length, seed))
+    rows = [(F1_TASK, f"k{K}", F1R.compare[0].rising.scheme, seed, k, length, metric, value(K, k, length, seed))
             for K in K_TRAIN for seed in seeds for length in config[F1_TASK]["eval"]["lengths"]
             for k in K_TEST if k <= length // 2]
-    return judged.judge("F1r", spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
+    return judged.judge(F1R, spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
 
 
 def paper_like(judged_length: int, *, reverse: bool = False, unlearned: int | None = None):
@@ -84,15 +85,15 @@ def test_a_k_train_that_did_not_learn_leaves_it_undecided_by_name(config):
 
 def test_only_fresh_seeds_are_judged(config):
     seen = f1r(config, paper_like(200), seeds=list(range(8)))
-    assert seen.verdict == (f"{judged.UNDECIDED}: no results: no seed from {f1_range.F1R_FRESH_FROM} on "
+    assert seen.verdict == (f"{judged.UNDECIDED}: no results: no seed from {F1R.seeds_from} on "
                             "(earlier verdicts and pilots saw the seeds below)")
 
 
 def test_fewer_than_three_k_train_judge_nothing(config):
     config[F1_TASK]["k_train"] = [2, 4]
     config[F1_TASK]["seeds"] = FRESH
-    spec, _ = run_findings.figure_specs(config)["F1r"]
-    found = judged.judge("F1r", spec, pl.DataFrame(schema=run_summary.SCHEMA))
+    spec = jobs.figure_spec(config, "figure1")
+    found = judged.judge(F1R, spec, pl.DataFrame(schema=run_summary.SCHEMA))
     assert found.verdict == f"{judged.UNDECIDED}: no results: fewer than 3 K_train trained"
 
 

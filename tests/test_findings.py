@@ -26,8 +26,10 @@ from pipeline_src.runs.judged_config import finding_tables
 from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
-from tests.helpers import F1_TASK, F2_TASK, F3_TASK, flat, influence_table, write_run
+from pipeline_src.findings.claim_file import load_claims
+from tests.helpers import F1_TASK, F2_TASK, F3_TASK, claim, flat, influence_table, write_run
 
+F1_SCHEME = claim("F1").compare[0].better.scheme  # the scheme F1 compares (RoPE + PoSE)
 N_SEEDS = 6  # seeds per run: the fewest at which a paired comparison is significant among F1's three (Holm)
 
 
@@ -81,7 +83,7 @@ def f1_run(config, results, variant: str, at_longest: dict[int, float], jitter: 
                 return 1.0
             return min(1.0, max(0.0, at_longest.get(k, 0.5) + step * wide.get(k, jitter)))
         return accuracy
-    write_seeds(results, config, F1_TASK, variant, judged.F1_SCHEME, [seed(step) for step in offsets(1.0)])
+    write_seeds(results, config, F1_TASK, variant, F1_SCHEME, [seed(step) for step in offsets(1.0)])
 
 
 def k_variants(config) -> list[tuple[str, int]]:
@@ -374,8 +376,8 @@ def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path,
 
     write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
     spec = jobs.figure_spec(config, "figure2")
-    paragraph = judged.caption("figure2", spec, studies.figure_inputs(config, "figure2", tmp_path))
-    assert paragraph.startswith(f"**F2: {expected}") and "** (the paper: " in paragraph
+    paragraph = judged.caption("figure2", spec, studies.figure_inputs(config, "figure2", tmp_path), load_claims())
+    assert paragraph.startswith(f"**F2: {expected}") and "** (the claim: " in paragraph
     assert f"at length {f2_beyond(config)}" in paragraph  # the criterion, and the numbers it compared
     assert f"ppc {0.8 if good else 0.1:.2f} vs " in paragraph
     text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), CAPTION_RUN, paragraph)
@@ -388,13 +390,13 @@ def test_figure4s_caption_states_f4_from_its_influence_table(tmp_path, config, o
     rng = np.random.default_rng(0)
     influence_table(config, tmp_path, rng.uniform(*own, 12), rng.uniform(*other, 12))
     spec = lang.figure_spec(config, "figure4")
-    paragraph = judged.caption("figure4", spec, [paths.under(tmp_path, paths.INFLUENCE)])
+    paragraph = judged.caption("figure4", spec, [paths.under(tmp_path, paths.INFLUENCE)], load_claims())
     assert paragraph.startswith(f"**F4: {expected}**") and "12 of 12 targets" in paragraph
 
 
 def test_a_figure_without_a_finding_has_no_finding_paragraph(tmp_path, config):
-    assert judged.caption("language_pose", lang.figure_spec(config, "language_pose"), []) == ""
-    shown = set(judged.FINDING_FIGURE.values())
+    assert judged.caption("language_pose", lang.figure_spec(config, "language_pose"), [], load_claims()) == ""
+    shown = {found.figure for found in load_claims()}
     assert shown <= {*jobs.FIGURE_TASK, *lang.LANGUAGE_FIGURES}  # every finding's figure is one the pipeline draws
 
 
@@ -432,7 +434,7 @@ def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, mo
     assert again.output == from_tables.output
     assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
     verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
-    assert len(verdicts) == len(judged.FINDING_FIGURE), again.output
+    assert len(verdicts) == len(load_claims()), again.output
     assert [v for v in verdicts if "no results" in v] == verdicts[1:3], again.output  # F1', F1r: no fresh seeds
 
 
@@ -485,7 +487,7 @@ def test_the_landing_page_leads_with_the_findings_judged_from_the_results(tmp_pa
     write_f2(tmp_path, config, 0.8, 0.1)
     section = run_findings.landing_section(config, tmp_path)
     assert section[0] == run_findings.LANDING_HEADING
-    assert "- **F2: reproduced** (the paper: " in "\n".join(section)
+    assert "- **F2: reproduced** (the claim: " in "\n".join(section)
     assert any(line.startswith("  - ppc 0.80 vs ") and "p = " in line for line in section)
     page = render(config, studies.STUDIES, findings=lambda _: section)
     assert page.index("**F2: reproduced**") < page.index("**Code and libraries**")
@@ -550,8 +552,10 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
     from pipeline_src.runs import scales
 
-    assert scales.cell(judged.not_configured("F3", "variable_assignment")) == scales.NOT_RUN
-    missing = judged.Finding("F3", "claim", "criterion", "numbers", judged.undecided("no results for ppc"))
+    from pipeline_src.findings.finding import Finding, undecided
+
+    assert scales.cell(judged.judge(claim("F3"), None, run_summary.empty(), "variable_assignment")) == scales.NOT_RUN
+    missing = Finding("F3", "claim", "criterion", "numbers", undecided("no results for ppc"))
     assert scales.cell(missing) == missing.verdict  # run by the config, its tables missing: said so
 
 
@@ -597,18 +601,19 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
 
 # --- F1': F1's comparisons across lengths, on fresh seeds ---
 
-FRESH = list(range(judged.F1_FRESH_FROM, judged.F1_FRESH_FROM + 8))
+F1_FRESH_FROM = claim("F1'").seeds_from
+FRESH = list(range(F1_FRESH_FROM, F1_FRESH_FROM + 8))
 
 
 def f1_across(config, value, seeds=FRESH) -> judged.Finding:
     """F1' judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``."""
     config[F1_TASK]["seeds"] = seeds
-    spec, _ = run_findings.figure_specs(config)["F1'"]
+    spec = jobs.figure_spec(config, "figure1")
     metric = get_task(F1_TASK).headline_metric(next(iter(spec["runs"])))
-    rows = [(F1_TASK, variant, judged.F1_SCHEME, seed, k, length, metric, value(K, k, length, seed))
+    rows = [(F1_TASK, variant, F1_SCHEME, seed, k, length, metric, value(K, k, length, seed))
             for variant, K in k_variants(config) for seed in seeds
             for k in config[F1_TASK]["eval"]["k_test"] for length in config[F1_TASK]["eval"]["lengths"]]
-    return judged.judge("F1'", spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
+    return judged.judge(claim("F1'"), spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
 
 
 def f1_shown_at(judged_length: int, *, reverse_b: bool = False, tied_seeds: int = 0):
@@ -654,8 +659,8 @@ def test_f1_across_lengths_contradicted_and_only_on_fresh_seeds(config):
     length = 2 * 2 * config[F1_TASK]["data"]["l_max"]
     found = f1_across(config, f1_shown_at(length, reverse_b=True))
     assert found.verdict.startswith(judged.CONTRADICTED), found.verdict
-    seen = f1_across(config, f1_shown_at(length), seeds=list(range(judged.F1_FRESH_FROM)))
-    assert seen.verdict.startswith(f"{judged.UNDECIDED}: no results: no seed from {judged.F1_FRESH_FROM} on")
+    seen = f1_across(config, f1_shown_at(length), seeds=list(range(F1_FRESH_FROM)))
+    assert seen.verdict.startswith(f"{judged.UNDECIDED}: no results: no seed from {F1_FRESH_FROM} on")
     assert not seen.comparisons
 
 
@@ -721,7 +726,7 @@ def test_f4_paired_p_is_scipys_wilcoxon_on_the_summarys_numbers(tmp_path, monkey
     reverse = stats.wilcoxon(pairs["own"].to_numpy(), pairs["other"].to_numpy(), alternative="less").pvalue
     test = significance.signed_rank(pairs["own"].to_numpy(), pairs["other"].to_numpy())
     assert (test.p, test.p_reverse) == (expected, reverse)
-    found = judged.judge("F4'", spec, rows)
+    found = judged.judge(claim("F4'"), spec, rows)
     assert f"signed-rank p = {expected:.3g} (own above), {reverse:.3g} (other above)" in found.numbers
 
 
@@ -735,9 +740,9 @@ def test_f4_paired_from_the_summary_is_as_from_the_tables(tmp_path, config):
     run_summary.write(from_tables, summary)
     again = run_findings.summary_rows(config, summary)
     for name in ("F4", "F4'"):
-        spec, _ = run_findings.figure_specs(config)[name]
-        assert judged.judge(name, spec, again) == judged.judge(name, spec, from_tables), name
-    assert "no results" not in judged.judge("F4'", spec, again).verdict
+        spec = lang.figure_spec(config, "figure4")
+        assert judged.judge(claim(name), spec, again) == judged.judge(claim(name), spec, from_tables), name
+    assert "no results" not in judged.judge(claim("F4'"), spec, again).verdict
 
 
 def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_before(tmp_path, config):
@@ -745,14 +750,14 @@ def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_be
     influence_table(config, tmp_path, rng.uniform(0.4, 1.0, 12), rng.uniform(0.2, 0.8, 12))
     rows = run_findings.table_rows(config, finding_tables(config, tmp_path))
     before = rows.filter(pl.col("metric") != run_summary.FRACTION)  # what an export made before F4' holds
-    spec, _ = run_findings.figure_specs(config)["F4"]
-    assert judged.judge("F4", spec, before) == judged.judge("F4", spec, rows)
-    found = judged.judge("F4'", spec, before)
+    spec = lang.figure_spec(config, "figure4")
+    assert judged.judge(claim("F4"), spec, before) == judged.judge(claim("F4"), spec, rows)
+    found = judged.judge(claim("F4'"), spec, before)
     assert found.verdict == "undecided: no results: the summary holds no per-target fractions (made before F4')"
     one_sided = rows.filter(~((pl.col("metric") == run_summary.FRACTION) & (pl.col("variant") == "other")
                               & (pl.col("seed") == 5)))
     with pytest.raises(run_summary.SummaryError, match="target 5 has no 'other' fraction"):
-        judged.judge("F4'", spec, one_sided)
+        judged.judge(claim("F4'"), spec, one_sided)
 
 
 def test_the_default_runs_summary_reads_f4_paired_no_results(monkeypatch):
@@ -763,7 +768,9 @@ def test_the_default_runs_summary_reads_f4_paired_no_results(monkeypatch):
     config = load_config([])
     found = {f.finding: f for f in run_findings.findings(
         config, run_findings.summary_rows(config, REPO / "docs" / "findings" / "default_run.csv"))}
-    assert found["F4'"].verdict == judged.undecided(f"no results: {judged.NO_PER_TARGET}")
+    from pipeline_src.findings.judge_targets import NO_PER_TARGET
+
+    assert found["F4'"].verdict == f"{judged.UNDECIDED}: no results: {NO_PER_TARGET}"
     assert found["F4"].verdict.startswith(f"{judged.UNDECIDED}: the two intervals overlap")
 
 

@@ -24,7 +24,7 @@ from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from pipeline_src.storage.datasets import DataError, validate
 from tests.conftest import default_config
-from tests.helpers import SMALL, one_thread_per_module, random_model, small_targets
+from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets
 
 one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
 
@@ -95,8 +95,8 @@ def test_verdicts_and_summaries_are_those_of_the_unscreened_table(both, tmp_path
         datasets.write(frame, path, influence_schema(schema_cfg), {"format": "test"})
         rows[name] = run_summary.language_rows(spec, path)
     assert_frame_equal(rows["screened"], rows["plain"], check_exact=False, rel_tol=0, abs_tol=1e-6)
-    for finding in (verdicts.language_finding, verdicts.language_paired_finding):
-        assert finding(spec, rows["screened"]) == finding(spec, rows["plain"])
+    for name in ("F4", "F4'"):
+        assert verdicts.judge(claim(name), spec, rows["screened"]) == verdicts.judge(claim(name), spec, rows["plain"])
     for column in ("sparse_loss", "random_loss", "other_loss"):
         assert_frame_equal(recovered_gain(screened, gain_threshold=threshold, n_boot=200, column=column),
                            recovered_gain(plain, gain_threshold=threshold, n_boot=200, column=column),

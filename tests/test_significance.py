@@ -15,15 +15,19 @@ import pytest
 
 from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings import run_summary
-from pipeline_src.runs import run_findings
+from pipeline_src.findings import power
+from pipeline_src.planning import jobs
 from pipeline_src.findings import significance as sig
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
+from tests.helpers import claim
 
 DRAWS = 400
 SEEDS = 8
 SD = 0.1  # per-seed standard deviation of the synthetic tables
 F1_TASK = "sparse_parity"
+F1 = claim("F1")
+STRUCTURES = power.structures()  # F1, F2 and F3 in the default config's figures
 
 
 def rate(outcomes) -> float:
@@ -55,8 +59,7 @@ def test_an_effect_of_one_and_a_half_sd_with_8_seeds_is_found_in_at_least_80_per
 def f1_spec() -> dict:
     config = copy.deepcopy(default_config())
     config[F1_TASK]["seeds"] = list(range(SEEDS))
-    spec, _ = run_findings.figure_specs(config)["F1"]
-    return spec
+    return jobs.figure_spec(config, "figure1")
 
 
 def f1_rows(spec: dict, rng: np.random.Generator, effect: float) -> pl.DataFrame:
@@ -70,13 +73,13 @@ def f1_rows(spec: dict, rng: np.random.Generator, effect: float) -> pl.DataFrame
             # the claim's order: k_test 1 above K_train 4's k_test 4, which is above K_train 2's k_test 4
             better = 2 * (k == 1) + (k == k_train == 4)
             for seed in spec["seeds"]:
-                rows.append((F1_TASK, variant, judged.F1_SCHEME, seed, k, longest, "answer",
+                rows.append((F1_TASK, variant, F1.compare[0].better.scheme, seed, k, longest, "answer",
                              rng.normal(0.5 + effect * SD * better, SD)))
     return run_summary.canonical(pl.DataFrame(rows, schema=list(run_summary.SCHEMA), orient="row"))
 
 
 def f1_verdicts(spec: dict, effect: float, seed: int, n: int = DRAWS) -> list[str]:
-    return [judged.sparse_parity_finding(spec, f1_rows(spec, rng, effect)).verdict
+    return [judged.judge(F1, spec, f1_rows(spec, rng, effect)).verdict
             for rng, _ in zip(draws(seed), range(n))]
 
 
@@ -209,9 +212,9 @@ def test_p_values_of_many_draws_at_once_are_compares_own():
 
 def test_the_simulated_verdict_is_verdicts():
     """reproduced_draws says reproduced exactly where verdict() does, on findings made by compare."""
-    for structure, effect in [(sig.F1_STRUCTURE, 1.5), (sig.F3_STRUCTURE, 0.5)]:
-        values = sig.simulate(structure, effect, 5, draws=24, seed=3)
-        simulated = sig.reproduced_draws(structure, values)
+    for structure, effect in [(STRUCTURES["F1"], 1.5), (STRUCTURES["F3"], 0.5)]:
+        values = power.simulate(structure, effect, 5, draws=24, seed=3)
+        simulated = power.reproduced_draws(structure, values)
         judged_ = [sig.verdict([sig.compare(better, worse, "c", values[better][i], values[worse][i], paired=paired)
                                 for better, worse, paired in structure.comparisons]) == sig.REPRODUCED
                    for i in range(24)]
@@ -222,7 +225,7 @@ def test_the_simulated_verdict_is_verdicts():
 def test_the_simulation_draws_the_claimed_differences():
     """F1 at 2 SD, 5,000 values per run: K_train 4 at k_test 4 has mean 2 against K_train 2's 0, and
     each paired cell is its base's seeds plus N(2, 1) (standard errors 0.014 to 0.02)."""
-    values = sig.simulate(sig.F1_STRUCTURE, 2.0, 5)
+    values = power.simulate(STRUCTURES["F1"], 2.0, 5)
     assert set(values) == {"K_train 2 k_test 1", "K_train 2 k_test 2", "K_train 4 k_test 1", "K_train 4 k_test 4",
                            "K_train 2 k_test 4"}
     assert values["K_train 4 k_test 4"].mean() == pytest.approx(2.0, abs=0.06)
@@ -231,7 +234,7 @@ def test_the_simulation_draws_the_claimed_differences():
         difference = values[high] - values[low]
         assert (difference.mean(), difference.std()) == pytest.approx((2.0, 1.0), abs=0.06)
         assert values[high].std() == pytest.approx(2 ** 0.5, abs=0.06)  # the base's seeds carry over
-    assert len(sig.F2_STRUCTURE.runs) == 6 and len(sig.F3_STRUCTURE.runs) == 4
+    assert len(STRUCTURES["F2"].runs) == 6 and len(STRUCTURES["F3"].runs) == 4
 
 
 def structure_of(finding: judged.Finding) -> list[tuple[int, int, bool]]:
@@ -244,20 +247,18 @@ def structure_of(finding: judged.Finding) -> list[tuple[int, int, bool]]:
 
 def test_the_structures_are_the_default_configs_findings():
     """F1, F2 and F3 judged on rows of the default config's figures (every cell its own values)
-    make the comparisons of F1_STRUCTURE, F2_STRUCTURE and F3_STRUCTURE, sharing runs alike."""
-    from pipeline_src.runs import run_findings
-
+    make the comparisons of the structures power.structures derives from their claims, sharing runs alike."""
     rng = np.random.default_rng(8)
-    specs = run_findings.figure_specs(default_config())
-    for name, structure in sig.STRUCTURES.items():
-        spec, _ = specs[name]
+    config = default_config()
+    for name, structure in STRUCTURES.items():
+        spec = jobs.figure_spec(config, claim(name).figure)
         task = get_task(spec["task"])
         rows = [(spec["task"], variant, scheme, seed, k, length, task.headline_metric(variant),
                  float(rng.uniform(0.9, 1)))
                 for variant, schemes in spec["runs"].items() for scheme in schemes for seed in spec["seeds"]
                 for k in spec.get("k_test", [None]) for length in spec["lengths"]]
         frame = run_summary.canonical(pl.DataFrame(rows, schema=list(run_summary.SCHEMA), orient="row"))
-        found = judged.judge(name, spec, frame)
+        found = judged.judge(claim(name), spec, frame)
         runs = {run: i for i, run in enumerate(structure.runs)}
         assert structure_of(found) == [(runs[b], runs[w], p) for b, w, p in structure.comparisons], name
 
@@ -268,16 +269,16 @@ def test_paired_comparisons_at_5_seeds_hold_only_when_every_difference_is_positi
     two of them, is reproduced only where both do."""
     from scipy.stats import norm
 
-    alone = sig.Structure("paired", (("up", "down", True),))
-    values = sig.simulate(alone, 1.5, 5)
-    assert sig.reproduced_draws(alone, values).tolist() == ((values["up"] - values["down"]) > 0).all(axis=1).tolist()
-    assert sig.finding_power(alone, 1.5, 5) == pytest.approx(norm.cdf(1.5) ** 5, abs=3 * 0.016)
-    values = sig.simulate(sig.F1_STRUCTURE, 1.5, 5)
-    both = np.ones(sig.POWER_DRAWS, dtype=bool)
-    for better, worse, paired in sig.F1_STRUCTURE.comparisons:
+    alone = power.Structure("paired", (("up", "down", True),))
+    values = power.simulate(alone, 1.5, 5)
+    assert power.reproduced_draws(alone, values).tolist() == ((values["up"] - values["down"]) > 0).all(axis=1).tolist()
+    assert power.finding_power(alone, 1.5, 5) == pytest.approx(norm.cdf(1.5) ** 5, abs=3 * 0.016)
+    values = power.simulate(STRUCTURES["F1"], 1.5, 5)
+    both = np.ones(power.POWER_DRAWS, dtype=bool)
+    for better, worse, paired in STRUCTURES["F1"].comparisons:
         if paired:
             both &= ((values[better] - values[worse]) > 0).all(axis=1)
-    assert not (sig.reproduced_draws(sig.F1_STRUCTURE, values) & ~both).any()
+    assert not (power.reproduced_draws(STRUCTURES["F1"], values) & ~both).any()
 
 
 def documented_power() -> dict[tuple[str, float, int], str]:
@@ -302,13 +303,13 @@ def test_the_documented_power_of_each_finding_is_computed():
     grows with the effect and with the seeds; with no effect F3 is reproduced in at most 5% of draws."""
     documented = documented_power()
     assert {(name, effect, seeds) for name, effect, seeds in documented} == {
-        (name, effect, seeds) for name in sig.STRUCTURES for effect in (1.5, 2.0) for seeds in (5, 8)}
-    power = {key: sig.finding_power(sig.STRUCTURES[key[0]], key[1], key[2]) for key in documented}
-    assert {key: f"{value:.2f}" for key, value in power.items()} == documented
-    for name in sig.STRUCTURES:
+        (name, effect, seeds) for name in STRUCTURES for effect in (1.5, 2.0) for seeds in (5, 8)}
+    found = {key: power.finding_power(STRUCTURES[key[0]], key[1], key[2]) for key in documented}
+    assert {key: f"{value:.2f}" for key, value in found.items()} == documented
+    for name in STRUCTURES:
         for seeds in (5, 8):
-            assert power[(name, 1.5, seeds)] < power[(name, 2.0, seeds)]
+            assert found[(name, 1.5, seeds)] < found[(name, 2.0, seeds)]
         for effect in (1.5, 2.0):
-            assert power[(name, effect, 5)] < power[(name, effect, 8)]
+            assert found[(name, effect, 5)] < found[(name, effect, 8)]
     for seeds in (5, 8):
-        assert sig.finding_power(sig.F3_STRUCTURE, 0.0, seeds) <= sig.ALPHA
+        assert power.finding_power(STRUCTURES["F3"], 0.0, seeds) <= sig.ALPHA

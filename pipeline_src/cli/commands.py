@@ -229,6 +229,9 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
 @click.option("--caption", "caption", nargs=2, type=click.Path(path_type=Path), metavar="TEMPLATE OUT",
               help="Also write the figure's caption to OUT: the description TEMPLATE (workflow/report/<figure>.rst) "
                    "and the run's facts, from the figure's provenance record.")
+@click.option("--claim", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --caption: a claim file whose verdict the caption states (repeat; default: the shipped "
+                   "claims drawn in FIGURE).")
 @companion_figure("mechanism", "dir", click.Path(exists=True, file_okay=False, path_type=Path),
                   "the mechanism tables in this folder (`lengthgen evaluate --mechanism-dir`); repeat, one folder "
                   "per model of INPUTS")
@@ -236,7 +239,7 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
                   "the training log (train_log.parquet) of a model; repeat, one per model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
-         mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
+         claim_files: tuple[Path, ...], mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
          mechanism_caption: tuple[Path, Path] | None, training_logs: tuple[Path, ...],
          training_outputs: tuple[Path, ...], training_caption: tuple[Path, Path] | None,
          inputs: tuple[Path, ...]) -> None:
@@ -265,10 +268,16 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
 
     unlearned = figure_note(spec, list(inputs)) if caption or training_caption else ""
     if caption:
+        from ..findings.claim_file import ClaimError, load, load_claims
         from ..findings.verdicts import caption as finding
 
-        write_caption(caption[0], outputs[0], caption[1], study.caption_run, finding=" ".join(
-            part for part in (finding(figure, spec, list(inputs)), unlearned, adopted(outputs[0])) if part))
+        try:
+            claims = [load(path) for path in claim_files] if claim_files else load_claims()
+        except ClaimError as err:
+            raise click.BadParameter(str(err), param_hint="--claim") from None
+        stated = finding(figure, spec, list(inputs), claims)
+        write_caption(caption[0], outputs[0], caption[1], study.caption_run,
+                      finding=" ".join(part for part in (stated, unlearned, adopted(outputs[0])) if part))
     if mechanism_dirs:
         from ..evaluation.mechanism_schema import table_paths
         from ..figures.mechanism_figure import plot as draw_mechanism

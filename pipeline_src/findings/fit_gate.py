@@ -72,3 +72,29 @@ def figure_note(spec: dict, inputs: list) -> str:
     frame = read_accuracy(inputs)
     return caption_note(frame.filter(pl.col("metric") == pl.col("variant").replace_strict(headline)),
                         spec["train_lengths"][1])
+
+
+def some_run_fits(runs, names: dict[tuple[str, str], str]) -> tuple[str, bool]:
+    """A claim's gate "some run fits": each run's mean (``names``: (variant, scheme) -> its name) at the
+    longest evaluated training length of ``runs`` (a :class:`.seed_summary.TaskResults`) as a sentence,
+    and whether some run reaches :data:`FITS` there (or none has a value)."""
+    length = runs.in_training()
+    fit = {run: runs.at(*run, length) for run in names}
+    shown = ", ".join(f"{names[run]} {stat if stat is not None else 'no results'}" for run, stat in fit.items())
+    scored = [stat for stat in fit.values() if stat is not None]
+    return f"Length {length} (training): {shown}.", not scored or any(stat.mean >= FITS for stat in scored)
+
+
+def k_train_not_learned(runs, trained: list[tuple[int, str, str]], k_test: list[int]) -> str:
+    """A claim's gate "every K_train fits": the K_train of ``trained`` ((K_train, variant, scheme)) whose
+    seeds' mean at the longest evaluated training length of ``runs`` is below :data:`FITS` at some k_test
+    <= K_train, with those k and means ("" when every K_train learned)."""
+    length = runs.in_training()
+    named = []
+    for K, variant, scheme in trained:
+        means = {k: runs.at(variant, scheme, length, k) for k in k_test if k <= K}
+        missed = [f"k = {k}: {stat.mean:.2f}" if stat else f"k = {k}: no results"
+                  for k, stat in means.items() if stat is None or stat.mean < FITS]
+        if missed:
+            named.append(f"K_train {K} ({', '.join(missed)})")
+    return f"at length {length}, " + "; ".join(named) if named else ""

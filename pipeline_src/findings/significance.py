@@ -22,7 +22,7 @@ test's own floor, :func:`fewest_seeds`).
 A finding's verdict (:func:`verdict`) is ``reproduced`` when every comparison is significant in
 the claimed direction (an intersection-union test: each at :data:`ALPHA`, no correction),
 ``contradicted`` when some comparison is significant the other way after Holm's correction over
-the finding's comparisons, and otherwise ``undecided: <why>``. :func:`finding_power` estimates,
+the finding's comparisons, and otherwise ``undecided: <why>``. :func:`.power.finding_power` estimates,
 by simulation, how often a finding of F1's, F2's or F3's shape is judged ``reproduced`` at a given
 effect and number of seeds.
 """
@@ -257,105 +257,6 @@ def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ())
         return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
                 f"{ALPHA:g} / {len(tests)}{plan}")
     return REPRODUCED
-
-
-# --- the power of a whole finding's verdict, by simulation ---
-
-POWER_DRAWS = 1000  # simulated findings per estimate: a standard error of at most 0.016 (at power 0.5)
-POWER_SEED = 0  # the simulation's numpy seed: an estimate is a pure function of its arguments
-POWER_CHUNK = 200  # draws tested at once (8 seeds a side: 1,999 permutations of 200 x 16 values, 51 MB)
-
-
-@dataclass(frozen=True)
-class Structure:
-    """The shape of a finding for :func:`finding_power`: the runs its comparisons compare and which
-    run shares its seeds with which. ``comparisons``: (better, worse, paired) per comparison, in the
-    order findings.py makes them; a run named in several comparisons is the same seeds in each.
-    ``better``: the runs drawn a claimed difference above the others in a comparison between runs
-    (N(effect, 1) per seed; every other run N(0, 1)). A paired comparison's better run is its worse
-    run's models in another cell: each seed's value is its worse value plus N(effect, 1)."""
-
-    name: str
-    comparisons: tuple[tuple[str, str, bool], ...]
-    better: tuple[str, ...] = ()
-
-    @property
-    def runs(self) -> tuple[str, ...]:
-        """Every run compared, in the order of first mention."""
-        return tuple(dict.fromkeys(run for better, worse, _ in self.comparisons for run in (better, worse)))
-
-    def base(self, run: str) -> str | None:
-        """The run whose seeds ``run`` shares, one cell lower (None: a run drawn on its own)."""
-        return next((worse for better, worse, paired in self.comparisons if paired and better == run), None)
-
-
-# F1 on the default config (K_train 2 and 4, k_test 1, 2, 3, 4, 6 and 8, at the longest length): (a) per
-# K_train its models at k_test 1 above themselves at the largest k_test <= K_train, seed by seed; (b)
-# K_train 4's models above K_train 2's at k_test 4, the same K_train 4 seeds as in (a). A paired test
-# sees only each seed's difference, so here the shared seeds leave F1's three tests independent
-F1_STRUCTURE = Structure("F1", (("K_train 2 k_test 1", "K_train 2 k_test 2", True),
-                                ("K_train 4 k_test 1", "K_train 4 k_test 4", True),
-                                ("K_train 4 k_test 4", "K_train 2 k_test 4", False)),
-                         better=("K_train 4 k_test 4",))
-# F2 on the default config (with a scratchpad): each coupled scheme's runs above each other scheme's,
-# 8 comparisons of 6 runs
-F2_STRUCTURE = Structure("F2", tuple((mine, theirs, False) for mine in ("ppc", "coupled")
-                                     for theirs in ("rope_pose", "abs_shift", "rope", "nope")),
-                         better=("ppc", "coupled"))
-# F3 on the default config: PPC with a scratchpad above each non-coupled run
-F3_STRUCTURE = Structure("F3", tuple(("ppc (scratchpad)", baseline, False) for baseline in
-                                     ("abs_shift (scratchpad)", "rope_pose (scratchpad)", "rope_pose (direct)")),
-                         better=("ppc (scratchpad)",))
-STRUCTURES = {structure.name: structure for structure in (F1_STRUCTURE, F2_STRUCTURE, F3_STRUCTURE)}
-
-
-def simulate(structure: Structure, effect: float, seeds: int, draws: int = POWER_DRAWS,
-             seed: int = POWER_SEED) -> dict[str, np.ndarray]:
-    """``draws`` simulated results of ``structure``'s runs, ``seeds`` per run: per run a (draws, seeds)
-    array of per-seed values, SD 1, every claimed difference ``effect`` (see :class:`Structure`).
-    Each run's standard normal noise is drawn in the order of :attr:`Structure.runs` from one
-    generator seeded ``seed``, so two effects share their noise."""
-    rng = np.random.default_rng(seed)
-    noise = {run: rng.standard_normal((draws, seeds)) for run in structure.runs}
-    values: dict[str, np.ndarray] = {}
-
-    def value(run: str) -> np.ndarray:
-        if run not in values:
-            base = structure.base(run)
-            values[run] = noise[run] + (effect + value(base) if base is not None
-                                        else effect * (run in structure.better))
-        return values[run]
-    for run in structure.runs:
-        value(run)
-    return values
-
-
-def reproduced_draws(structure: Structure, values: dict[str, np.ndarray]) -> np.ndarray:
-    """Per draw of ``values`` (from :func:`simulate`), whether :func:`verdict` would say
-    ``reproduced``: every comparison's p (:func:`p_values`, as :func:`compare` tests it) at most
-    :data:`ALPHA`, and no reverse p at most ALPHA / m (no contradiction, :func:`contradicting`)."""
-    draws = len(next(iter(values.values())))
-    reproduced = np.empty(draws, dtype=bool)
-    for start in range(0, draws, POWER_CHUNK):
-        chunk = slice(start, start + POWER_CHUNK)
-        found = [p_values(values[better][chunk], values[worse][chunk], paired)
-                 for better, worse, paired in structure.comparisons]
-        p, p_reverse = (np.stack(side, axis=-1) for side in zip(*found))
-        reproduced[chunk] = ((p <= ALPHA).all(axis=-1)
-                             & ~(p_reverse.min(axis=-1) <= ALPHA / len(structure.comparisons)))
-    return reproduced
-
-
-def finding_power(structure: Structure, effect: float, seeds: int, draws: int = POWER_DRAWS,
-                  seed: int = POWER_SEED) -> float:
-    """The probability that a finding of ``structure`` is judged ``reproduced`` with ``seeds`` seeds
-    per run when every claimed difference is ``effect`` per-seed standard deviations: the fraction of
-    ``draws`` simulated findings (:func:`simulate`) judged so by the project's own tests and verdict
-    rule (:func:`reproduced_draws`). Its Monte Carlo standard error is sqrt(power (1 - power) / draws):
-    with the default 1,000 draws at most 0.016 (at power 0.5), 0.009 at power 0.9 or 0.1. Deterministic
-    given ``seed``: the table in docs/findings.md ("The power of a whole finding's verdict") is these
-    numbers to 2 decimals, 3 findings x 2 effects x 2 seed counts in about 5 s on a busy core."""
-    return float(np.mean(reproduced_draws(structure, simulate(structure, effect, seeds, draws, seed))))
 
 
 # --- F4': one paired comparison over targets (a Wilcoxon signed-rank test) ---

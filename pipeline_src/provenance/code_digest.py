@@ -61,7 +61,7 @@ STAGE_COMMANDS = {
 # equal to the language study's.
 DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
 _PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.verdicts",
-         "findings.fit_gate", "evaluation.mechanism_schema")
+         "findings.claim_file", "findings.fit_gate", "evaluation.mechanism_schema")
 # The modules those functions import, and those they load by name (tests/test_code_digest.py holds
 # them equal).
 STAGE_ENTRIES = {

@@ -35,7 +35,7 @@ from ..planning import paths
 from .landing import expected_values, figure_differences, value_differences, values_text
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..storage.provenance import upstream_values
-from ..findings.verdicts import FINDING_FIGURE
+from ..findings.claim_file import claims_of
 
 
 class ConfigMismatch(ValueError):
@@ -43,11 +43,12 @@ class ConfigMismatch(ValueError):
 
 
 def finding_tables(config: dict, results: Path) -> dict[str, list[Path]]:
-    """The tables each figure of a finding that ``config`` draws reads under ``results`` (figure ->
-    its tables there, :func:`pipeline_src.studies.figure_inputs`; findings in order, each figure once)."""
+    """The tables each figure of a claim that ``config`` draws reads under ``results`` (figure -> its
+    tables there, :func:`pipeline_src.studies.figure_inputs`; claims in order, each figure once)."""
     from ..studies import figure_inputs, study_of
 
-    return {figure: figure_inputs(config, figure, results) for figure in dict.fromkeys(FINDING_FIGURE.values())
+    figures = dict.fromkeys(claim.figure for claim in claims_of(config))
+    return {figure: figure_inputs(config, figure, results) for figure in figures
             if figure in study_of(figure).figures(config)}
 
 

@@ -16,6 +16,7 @@ from ..planning import jobs
 from ..planning import paths
 from ..findings import verdicts as judged
 from ..findings import run_summary
+from ..findings.claim_file import LANGUAGE_FIGURE, Claim, claims_of
 
 README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
@@ -24,40 +25,47 @@ class NoResults(ValueError):
     """A results folder holding none of the tables the findings are judged from (one line)."""
 
 
-def figure_specs(config: dict) -> dict[str, tuple[dict | None, str]]:
-    """Per finding: the spec of its figure (None where ``config`` does not draw it) and the task the
-    figure shows ("" for a figure of no synthetic task)."""
+def figure_specs(config: dict, claims: list[Claim]) -> dict[str, tuple[dict | None, str]]:
+    """Per figure of ``claims``: its spec (None where ``config`` does not draw it) and the task the figure
+    shows ("" for a figure of no synthetic task)."""
     from ..studies import study_of
 
     specs = {}
-    for name, figure in judged.FINDING_FIGURE.items():
+    for figure in dict.fromkeys(claim.figure for claim in claims):
         study = study_of(figure)
         drawn = figure in study.figures(config)
-        specs[name] = (study.figure_spec(config, figure) if drawn else None, jobs.FIGURE_TASK.get(figure, ""))
+        specs[figure] = (study.figure_spec(config, figure) if drawn else None, jobs.FIGURE_TASK.get(figure, ""))
     return specs
 
 
 def table_rows(config: dict, tables: dict[str, list[Path]]) -> pl.DataFrame:
-    """The run-summary rows of every finding's figure of ``config``, from ``tables`` (figure -> the
-    tables its job reads: :func:`.judged_config.finding_tables` of a results folder, as
+    """The run-summary rows of every claim's figure of ``config``, from ``tables`` (figure -> the tables
+    its job reads: :func:`.judged_config.finding_tables` of a results folder, as
     :func:`.judged_config.check` returns them)."""
-    drawn = {judged.FINDING_FIGURE[name]: spec for name, (spec, _) in figure_specs(config).items() if spec is not None}
-    parts = [run_summary.figure_rows(drawn[figure], inputs) for figure, inputs in tables.items()]
+    from ..studies import study_of
+
+    parts = [run_summary.figure_rows(study_of(figure).figure_spec(config, figure), inputs)
+             for figure, inputs in tables.items()]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
 
 
 def summary_rows(config: dict, summary: Path) -> pl.DataFrame:
     """The rows of the run summary ``summary``, checked against ``config``'s Figure 4 spec."""
+    from ..studies import study_of
+
     rows = run_summary.read(summary)
-    spec, _ = figure_specs(config)["F4"]
-    if spec is not None:
-        run_summary.check_made_with(rows, spec, summary)
+    study = study_of(LANGUAGE_FIGURE)
+    if LANGUAGE_FIGURE in study.figures(config):
+        run_summary.check_made_with(rows, study.figure_spec(config, LANGUAGE_FIGURE), summary)
     return rows
 
 
-def findings(config: dict, rows: pl.DataFrame) -> list[judged.Finding]:
-    """The four findings of ``config``'s runs judged from the run-summary ``rows``."""
-    return [judged.judge(name, spec, rows, task) for name, (spec, task) in figure_specs(config).items()]
+def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None) -> list[judged.Finding]:
+    """The claims of ``config`` (:func:`pipeline_src.findings.claim_file.claims_of`, or ``claims``)
+    judged from the run-summary ``rows``."""
+    claims = claims_of(config) if claims is None else claims
+    specs = figure_specs(config, claims)
+    return [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1]) for claim in claims]
 
 
 LANDING_HEADING = "**The paper's findings, judged from this run's tables**"

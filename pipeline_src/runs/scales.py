@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from ..findings import verdicts as judged
+from ..findings.finding import NOT_CONFIGURED_CRITERION
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -92,7 +93,7 @@ def judge(scale: Scale) -> list[judged.Finding] | None:
 
 def cell(row: judged.Finding) -> str:
     """A finding's verdict at a scale, or :data:`NOT_RUN` where the scale's config runs nothing for it."""
-    return NOT_RUN if row.criterion == judged.NOT_CONFIGURED_CRITERION else row.verdict
+    return NOT_RUN if row.criterion == NOT_CONFIGURED_CRITERION else row.verdict
 
 
 def as_markdown(scales: list[Scale], found: list[list[judged.Finding] | None]) -> str:
@@ -121,7 +122,8 @@ def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width
     findings`` prints them."""
     column = max(len(scale.name) for scale in scales)
     lines = []
-    for i, name in enumerate(judged.FINDING_FIGURE):
+    names = [row.finding for row in next((rows for rows in found if rows is not None), [])]
+    for i, name in enumerate(names):
         for j, (scale, rows) in enumerate(zip(scales, found)):
             verdict = cell(rows[i]) if rows is not None else NO_RESULTS
             lines.append(f"{name if j == 0 else '':<4}{scale.name:<{column}}  {verdict}")

@@ -108,6 +108,23 @@ def caption_template(figure):
     return os.path.relpath(os.path.join(workflow.basedir, "workflow", "report", f"{figure}.rst"))
 
 
+def claim_files(figure):
+    """The claim files drawn in ``figure`` (pipeline_src/findings/claims/, then the config's `claims`
+    folders): inputs of its job, whose caption states their verdicts, so editing one redraws that
+    figure and nothing else. Relative to the working directory, as caption_template's."""
+    from pipeline_src.findings.claim_file import ClaimError, claims_of
+
+    try:
+        return [os.path.relpath(claim.path) for claim in claims_of(config) if claim.figure == figure]
+    except ClaimError as err:
+        raise WorkflowError(f"invalid claim: {err}")
+
+
+def claim_options(figure):
+    """The plot command's --claim options of ``figure``'s claim files."""
+    return " ".join(f"--claim {quote(path)}" for path in claim_files(figure))
+
+
 # --- the figures a figure's job draws beside it (its study's companions: figures.smk) ---
 
 

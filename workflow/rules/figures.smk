@@ -15,6 +15,7 @@ for figure, study in FIGURES.items():
         input:
             tables=study.figure_tables(config, figure),
             caption=caption_template(figure),
+            claims=claim_files(figure),
             **companion_inputs(figure),
         output:
             **figure_outputs(figure, category=study.category(figure)),
@@ -25,6 +26,7 @@ for figure, study in FIGURES.items():
             spec=canonical_json(study.figure_spec(config, figure)),
             code=study.figure_digest(figure),
             companions=companion_options(figure),
+            claims=claim_options(figure),
         localrule: True
         conda:
             "../envs/lengthgen.yaml"
@@ -36,5 +38,5 @@ for figure, study in FIGURES.items():
             # not f"{figure}": Snakemake formats shell f-strings again when the job runs, when the
             # loop variable holds the last figure; params are bound per rule
             "lengthgen plot {params.figure} --rule {params.rule} --spec {params.spec:q}"
-            " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption}"
+            " --out {output.png} --out {output.pdf} --caption {input.caption} {output.caption} {params.claims}"
             " {params.companions} {input.tables} 2> {log}"
