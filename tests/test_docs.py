@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-README_MAX_LINES = 250
+README_MAX_LINES = 200
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

@@ -460,19 +460,26 @@ def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
 
 
 SCALES = REPO / "docs" / "findings" / "scales.yaml"  # the committed summaries the README's table shows
+PAGE = "docs/findings_by_scale.md"  # the page behind the README's table
 REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
-              "lengthgen findings --scales docs/findings/scales.yaml --readme README.md")
+              f"lengthgen findings --scales docs/findings/scales.yaml --readme README.md --markdown {PAGE}")
 
 
 def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch):
+    """The README's table and the page behind it are what the command writes from the committed summaries."""
+    import shutil
+
     monkeypatch.chdir(REPO)
-    out = tmp_path / "findings.md"
-    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES), "--markdown", str(out)])
+    (tmp_path / "docs").mkdir()
+    readme = shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    page = tmp_path / PAGE
+    page.write_text("stale")
+    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES.relative_to(REPO)), "--readme", str(readme),
+                                     "--markdown", str(page)])
     assert done.exit_code == 0, done.output
-    readme = (REPO / "README.md").read_text()
-    begin, end = run_findings.readme_block(readme, REPO / "README.md")
-    assert readme[begin:end].strip() == out.read_text().strip(), (
+    assert (REPO / "README.md").read_text() == readme.read_text(), (
         f"README.md's findings table is not what {SCALES.relative_to(REPO)} gives; regenerate: {REGENERATE}")
+    assert (REPO / PAGE).read_text() == page.read_text().replace(str(tmp_path) + "/", ""), f"{PAGE} is stale: {REGENERATE}"
 
 
 # --- the report's landing page leads with the findings ---
@@ -514,7 +521,7 @@ def exported(results, configfiles: tuple[str, ...], summary) -> None:
 
 
 def scale(name: str, summary: str, configfiles: tuple[str, ...] = ()) -> dict:
-    return {"name": name, "summary": summary, "configfiles": list(configfiles), "device": "a CPU",
+    return {"name": name, "short": name.lower(), "summary": summary, "configfiles": list(configfiles), "device": "a CPU",
             "date": "2026-11-26"}
 
 
@@ -542,11 +549,12 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     assert lines[f2 + 1].split()[:2] == ["smoke", "undecided:"] and "one seed per run" in lines[f2 + 1]
     assert lines[f2 + 2].split() == ["GPU", "no", "results", "yet"]
     assert "== smoke: a CPU, 2026-11-26, config/config.yaml config/smoke.yaml" in done.output
-    table = (tmp_path / "table.md").read_text()
-    assert table.startswith("| finding | claim | CPU | smoke | GPU |")
+    page = (tmp_path / "table.md").read_text()
+    table = page[page.index("| finding | cpu | smoke | gpu |"):]
     f2_row = next(line for line in table.splitlines() if line.startswith("| F2 |")).split(" | ")
-    assert f2_row[2] == "reproduced" and f2_row[3].startswith("undecided: ") and f2_row[4] == "no results yet |"
-    assert table.count("<details>") == 2  # the criteria and numbers of each scale judged
+    assert f2_row[1].startswith("reproduced (p <= ") and f2_row[2] == "undecided (p = 1)" and f2_row[3] == "no results yet |"
+    assert page.count("\n| finding | criterion | numbers | verdict |") == 2  # the criteria and numbers of each scale judged
+    assert "## GPU\n\nThe column gpu: a CPU, 2026-11-26, config/config.yaml.\n\nno results yet" in page
 
 
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():

@@ -20,6 +20,17 @@ class Finding:
     numbers: str
     verdict: str
     comparisons: tuple = field(default=(), compare=False)
+    deciding: str = field(default="", compare=False)  # the number that decided it, or what is missing
+
+    @property
+    def word(self) -> str:
+        """reproduced, contradicted or undecided."""
+        return self.verdict.split(":", 1)[0]
+
+    @property
+    def cell(self) -> str:
+        """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)"."""
+        return f"{self.word} ({self.deciding})" if self.deciding else self.word
 
 
 def undecided(why: str) -> str:

@@ -43,11 +43,12 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                  else "")
     family, missing = comparisons([g for rule in claim.compare for g in claim_runs.trends(rule, spec)], runs,
                                   judged.lengths)
-    numbers = "; ".join([str(test) for tests in family.values() for test in tests]
-                        + [f"{absent}: no results" for absent in missing]) + "."
+    tests = tuple(test for trends in family.values() for test in trends)
+    numbers = "; ".join([str(test) for test in tests] + [f"{absent}: no results" for absent in missing]) + "."
     if unlearned:
-        return Finding(claim.name, text, criterion, numbers, undecided(f"not learned at the training length: {unlearned}"))
-    return Finding(claim.name, text, criterion, numbers, verdict(family, missing))
+        return Finding(claim.name, text, criterion, numbers, undecided(f"not learned at the training length: {unlearned}"),
+                       tests)
+    return Finding(claim.name, text, criterion, numbers, verdict(family, missing), tests)
 
 
 def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> tuple[dict[str, list[Trend]], list[str]]:

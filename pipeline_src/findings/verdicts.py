@@ -13,13 +13,15 @@ or a run with no results.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary, significance
 from .claim_file import Claim
-from .finding import COLUMNS, Finding, not_judged
+from .deciding import deciding
+from .finding import COLUMNS, NOT_CONFIGURED_CRITERION, Finding, not_judged
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 JUDGES = {"seeds": judge_seeds.judge, "trends": judge_trends.judge, "targets": judge_targets.judge}
@@ -31,7 +33,8 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "") -
     task = spec.get("task", task) if spec is not None else task
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
-    return JUDGES[claim.kind](claim, spec, rows)
+    row = JUDGES[claim.kind](claim, spec, rows)
+    return replace(row, deciding=deciding(row, claim))
 
 
 def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim]) -> str:
@@ -74,9 +77,14 @@ def as_text(rows: list[Finding], width: int = 100, notes: dict[str, str] | None 
 
 
 def as_rst(rows: list[Finding]) -> list[str]:
-    """The findings as reStructuredText lines for the report's landing page: per finding its verdict
-    and claim, then each comparison (or the numbers compared) as a bullet."""
-    lines = []
+    """The findings as reStructuredText lines for the report's landing page: the README's table for this
+    run (each finding's verdict and the number that decided it), then per finding its verdict and claim,
+    and each comparison (or the numbers compared) as a bullet."""
+    lines = [".. list-table::", "   :header-rows: 1", "", "   * - finding", "     - this run"]
+    for row in rows:
+        shown = "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
+        lines += [f"   * - {row.finding}", f"     - {shown}"]
+    lines.append("")
     for row in rows:
         lines += [f"- **{row.finding}: {row.verdict}** (the claim: {row.claim})", ""]
         lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]

@@ -4,7 +4,8 @@ cores, the GPU window's seeds and Cho et al.'s size on a GPU.
 
 A scales file is a YAML list; each entry one column of the README's findings table::
 
-    - name: CPU, default config          # the column's heading
+    - name: CPU, default config          # the scale's name on the page of criteria and numbers
+      short: CPU default                 # the column's heading in the README's table
       summary: default_run.csv           # written by `lengthgen findings RESULTS --export`; relative to the file
       configfiles: []                    # the --configfile(s) the run was made with (from the project root)
       device: 2 cores of an AMD EPYC (AVX2)
@@ -26,8 +27,8 @@ from ..findings.finding import NOT_CONFIGURED_CRITERION
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
-DETAILS = ("finding", "criterion", "numbers", "verdict")  # the columns of a scale's folded table
-FIELDS = {"name": str, "summary": str, "configfiles": list, "device": str, "date": str}
+DETAILS = ("finding", "criterion", "numbers", "verdict")  # the columns of a scale's table on the page
+FIELDS = {"name": str, "short": str, "summary": str, "configfiles": list, "device": str, "date": str}
 
 
 class ScalesError(ValueError):
@@ -39,15 +40,20 @@ class Scale:
     """One column of the findings table: a run summary and what it was made with."""
 
     name: str
+    short: str
     summary: Path
     configfiles: tuple[Path, ...]
     device: str
     date: str
 
+    def made(self) -> str:
+        """"device, date, config files": what the scale's runs were made on and with."""
+        config = " ".join(str(path) for path in ("config/config.yaml", *self.configfiles))
+        return f"{self.device}, {self.date}, {config}"
+
     def described(self) -> str:
         """"name: device, date, config files" for the heading of the scale's numbers."""
-        config = " ".join(str(path) for path in ("config/config.yaml", *self.configfiles))
-        return f"{self.name}: {self.device}, {self.date}, {config}"
+        return f"{self.name}: {self.made()}"
 
 
 def read(path: Path) -> list[Scale]:
@@ -71,12 +77,13 @@ def read(path: Path) -> list[Scale]:
         unknown = sorted(set(entry) - set(FIELDS))
         if unknown:
             raise ScalesError(f"{where}: unknown field {unknown[0]!r} (a scale has {', '.join(FIELDS)})")
-        scales.append(Scale(entry["name"], Path(path).parent / entry["summary"],
+        scales.append(Scale(entry["name"], entry["short"], Path(path).parent / entry["summary"],
                             tuple(Path(file) for file in entry["configfiles"]), entry["device"], entry["date"]))
-    names = [scale.name for scale in scales]
-    repeated = next((name for name in names if names.count(name) > 1), None)
-    if repeated:
-        raise ScalesError(f"{path}: two scales named {repeated!r}")
+    for field in ("name", "short"):
+        names = [getattr(scale, field) for scale in scales]
+        repeated = next((name for name in names if names.count(name) > 1), None)
+        if repeated:
+            raise ScalesError(f"{path}: two scales with the {field} {repeated!r}")
     return scales
 
 
@@ -96,25 +103,50 @@ def cell(row: judged.Finding) -> str:
     return NOT_RUN if row.criterion == NOT_CONFIGURED_CRITERION else row.verdict
 
 
-def as_markdown(scales: list[Scale], found: list[list[judged.Finding] | None]) -> str:
-    """One table of verdicts (a column per scale), then each judged scale's criteria and numbers in a
-    folded section of its own."""
+def short_cell(row: judged.Finding) -> str:
+    """A finding's verdict at a scale and the number that decided it ("-": not run there)."""
+    return "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
+
+
+def judged_rows(found: list[list[judged.Finding] | None]) -> list[judged.Finding]:
+    rows = next((rows for rows in found if rows is not None), None)
+    if rows is None:
+        raise ScalesError("no scale has a summary yet: nothing to judge")
+    return rows
+
+
+def as_table(scales: list[Scale], found: list[list[judged.Finding] | None]) -> str:
+    """The table read at a glance: a row per finding, a column per scale (its short name), each cell the
+    verdict and the number that decided it, "-" where the scale runs nothing for it."""
     import polars as pl
 
     from ..findings.tables import markdown
 
-    claims = next((rows for rows in found if rows is not None), None)
-    if claims is None:
-        raise ScalesError("no scale has a summary yet: nothing to judge")
-    table = {"finding": [row.finding for row in claims], "claim": [row.claim for row in claims]}
+    table = {"finding": [row.finding for row in judged_rows(found)]}
     for scale, rows in zip(scales, found):
-        table[scale.name] = [cell(row) for row in rows] if rows is not None else [NO_RESULTS] * len(claims)
-    details = []
-    for scale, rows in zip(scales, found):
-        if rows is not None:
-            details += [f"<details><summary>{scale.described()}: criteria and numbers</summary>", "",
-                        judged.as_markdown(rows, columns=DETAILS), "", "</details>"]
-    return markdown(pl.DataFrame(table)) + "\n\n" + "\n".join(details)
+        table[scale.short] = [short_cell(row) for row in rows] if rows is not None else [NO_RESULTS] * len(table["finding"])
+    return markdown(pl.DataFrame(table))
+
+
+def as_page(scales: list[Scale], found: list[list[judged.Finding] | None], command: str) -> str:
+    """The page behind the table: the table, each finding's claim, then per judged scale what it is and
+    each finding's criterion, numbers and verdict."""
+    from ..findings.tables import markdown
+    import polars as pl
+
+    rows = judged_rows(found)
+    lines = ["# The findings, by scale", "", f"Generated by `{command}`; do not edit. The README's table, each "
+             "claim, then per scale its runs and each finding's criterion, numbers and verdict (docs/findings.md "
+             "says how they are judged).", "", as_table(scales, found), "", "## The claims", "",
+             markdown(pl.DataFrame({"finding": [row.finding for row in rows], "claim": [row.claim for row in rows]}))]
+    for scale, judged_ in zip(scales, found):
+        lines += ["", f"## {scale.name}", "", f"The column {scale.short}: {scale.made()}.", ""]
+        if judged_ is None:
+            lines.append(f"{NO_RESULTS}: {scale.summary.name} is not committed.")
+            continue
+        run = [row for row in judged_ if row.criterion != NOT_CONFIGURED_CRITERION]
+        lines.append(judged.as_markdown(run, columns=DETAILS))
+    return "\n".join(lines)
 
 
 def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width: int = 100) -> str:
@@ -134,17 +166,24 @@ def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width
 
 
 def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None = None) -> str:
-    """``lengthgen findings --scales``: every scale of the scales file ``path`` judged, as text; the
-    Markdown also written to ``markdown_file`` and between the findings markers of ``readme``."""
+    """``lengthgen findings --scales``: every scale of the scales file ``path`` judged, as text; the page
+    of criteria and numbers (:func:`as_page`) also written to ``markdown_file``, and the table
+    (:func:`as_table`, with a link to that page) between the findings markers of ``readme``."""
+    import os
+
     from ..storage.atomic import write_text
     from .run_findings import put_in_readme
 
     scales = read(path)
     found = [judge(scale) for scale in scales]
-    if markdown_file is not None or readme is not None:
-        table = as_markdown(scales, found)
+    command = f"lengthgen findings --scales {path}" + (f" --readme {readme}" if readme else "") + (
+        f" --markdown {markdown_file}" if markdown_file else "")
+    if markdown_file is not None:
+        write_text(markdown_file, as_page(scales, found, command) + "\n")
+    if readme is not None:
+        table = as_table(scales, found)
         if markdown_file is not None:
-            write_text(markdown_file, table + "\n")
-        if readme is not None:
-            put_in_readme(readme, table)
+            link = Path(os.path.relpath(markdown_file, Path(readme).parent)).as_posix()
+            table += f"\n\nEach cell: the verdict and the number that decided it. Criteria, numbers and runs: [{link}]({link})."
+        put_in_readme(readme, table)
     return as_text(scales, found)

@@ -1,0 +1,50 @@
+"""The number that decided a verdict, or what it lacks, in a few words for a table read at a glance
+(the README's findings table, the report's landing page): reproduced or contradicted, the p that did it;
+undecided, the seeds (or targets) that would decide where the verdict plans them, else the p that fell
+short, or "no results" / "not learned"."""
+
+from __future__ import annotations
+
+import re
+
+from .claim_file import Claim
+from .finding import Finding
+from .significance import CONTRADICTED, REPRODUCED
+
+PLANNED = (r"about ([\d,]+) seeds per run", "~{} seeds per run"), (r"about ([\d,]+) analysed targets", "~{} targets")
+
+
+def group(test, claim: Claim) -> str:
+    """The comparison a test belongs to: itself under Holm, its comparison over the lengths otherwise."""
+    if claim.correction == "holm":
+        return f"{test.cell}: {getattr(test, 'better', '')} vs {getattr(test, 'worse', '')}"
+    return f"{test.better} vs {test.worse}" if hasattr(test, "better") else test.cell.rsplit(" at ", 1)[0]
+
+
+def claimed_p(row: Finding, claim: Claim) -> float | None:
+    """The p that decides whether the claimed direction holds: over each comparison its best p (over the
+    lengths, where the claim bounds them), the largest of those (None: no test)."""
+    best: dict[str, float] = {}
+    for test in row.comparisons:
+        key = group(test, claim)
+        best[key] = min(best.get(key, 1.0), test.p)
+    return max(best.values()) if best else None
+
+
+def deciding(row: Finding, claim: Claim) -> str:
+    """``row``'s deciding number in a few words ("" where the verdict states none)."""
+    stated = re.search(r"p = ([\d.e-]+)", row.verdict)
+    if row.word == CONTRADICTED:
+        reverse = min((test.p_reverse for test in row.comparisons), default=None)
+        return f"p = {reverse:.2g}" if reverse is not None else (f"p = {stated[1]}" if stated else "intervals apart")
+    if row.word == REPRODUCED:
+        p = claimed_p(row, claim)
+        return f"p <= {p:.2g}" if p is not None else (f"p = {stated[1]}" if stated else "intervals apart")
+    if "no results" in row.verdict:
+        return "no results"
+    if "not learned" in row.verdict or "nothing learned" in row.verdict:
+        return "not learned"
+    p = claimed_p(row, claim)
+    shown = [f"p = {p:.2g}"] if p is not None else [f"p = {stated[1]}"] if stated else []
+    shown += [words.format(found[1]) for pattern, words in PLANNED if (found := re.search(pattern, row.verdict))]
+    return ", ".join(shown)
