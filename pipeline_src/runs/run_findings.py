@@ -107,7 +107,7 @@ def put_in_readme(readme: Path, table: str) -> None:
 
 def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary: Path | None = None,
            export: Path | None = None, keep_others: bool = False, markdown_file: Path | None = None,
-           readme: Path | None = None) -> str:
+           readme: Path | None = None, claim_folders: tuple[Path, ...] = ()) -> str:
     """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
@@ -119,7 +119,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     from ..config.load import load_config
     from ..storage.atomic import write_text
 
-    config = load_config(configfiles)
+    config = with_claims(load_config(configfiles), claim_folders)
+    claims = claims_of(config)  # every claim file checked before any table is read
     if from_summary is None:
         from .judged_config import check
 
@@ -131,7 +132,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         rows = summary_rows(config, from_summary)
     if keep_others and export is not None and export.is_file():
         rows = run_summary.merged(summary_rows(config, export), rows)
-    found = findings(config, rows)
+    found = findings(config, rows, claims)
     if export is not None:
         run_summary.write(rows, export)
     if markdown_file is not None:
@@ -139,6 +140,11 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if readme is not None:
         put_in_readme(readme, judged.as_markdown(found))
     return judged.as_text(found)
+
+
+def with_claims(config: dict, folders: tuple[Path, ...]) -> dict:
+    """``config`` with the claim ``folders`` added to its ``claims`` (``lengthgen findings --claims``)."""
+    return {**config, "claims": [*config.get("claims", []), *map(str, folders)]}
 
 
 def no_results(config: dict, results: Path, figures: list[str]) -> str:

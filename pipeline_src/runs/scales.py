@@ -87,15 +87,18 @@ def read(path: Path) -> list[Scale]:
     return scales
 
 
-def judge(scale: Scale) -> list[judged.Finding] | None:
-    """The four findings of ``scale``'s summary judged with its config; None: no summary yet."""
+def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Finding] | None:
+    """The claims of ``scale``'s summary judged with its config (and ``claim_folders``' claims); None: no
+    summary yet."""
     from ..config.load import load_config
-    from .run_findings import findings, summary_rows
+    from ..findings.claim_file import claims_of
+    from .run_findings import findings, summary_rows, with_claims
 
     if not scale.summary.is_file():
         return None
-    config = load_config(scale.configfiles)
-    return findings(config, summary_rows(config, scale.summary))
+    config = with_claims(load_config(scale.configfiles), claim_folders)
+    claims = claims_of(config)
+    return findings(config, summary_rows(config, scale.summary), claims)
 
 
 def cell(row: judged.Finding) -> str:
@@ -165,7 +168,8 @@ def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width
     return "\n\n".join(blocks)
 
 
-def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None = None) -> str:
+def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None = None,
+           claim_folders: tuple[Path, ...] = ()) -> str:
     """``lengthgen findings --scales``: every scale of the scales file ``path`` judged, as text; the page
     of criteria and numbers (:func:`as_page`) also written to ``markdown_file``, and the table
     (:func:`as_table`, with a link to that page) between the findings markers of ``readme``."""
@@ -175,7 +179,7 @@ def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None
     from .run_findings import put_in_readme
 
     scales = read(path)
-    found = [judge(scale) for scale in scales]
+    found = [judge(scale, claim_folders) for scale in scales]
     command = f"lengthgen findings --scales {path}" + (f" --readme {readme}" if readme else "") + (
         f" --markdown {markdown_file}" if markdown_file else "")
     if markdown_file is not None:

@@ -71,8 +71,11 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
               help="Also write the findings to this file as a Markdown table.")
 @click.option("--readme", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Also put that Markdown table between the findings markers of this file (README.md).")
+@click.option("--claims", "claim_folders", multiple=True, type=click.Path(path_type=Path),
+              help="Also judge the claim files (*.yaml) of this folder beside the paper's (docs/claims.md); repeat.")
 def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, scales: Path | None,
-             export: Path | None, keep_others: bool, markdown_file: Path | None, readme: Path | None) -> None:
+             export: Path | None, keep_others: bool, markdown_file: Path | None, readme: Path | None,
+             claim_folders: tuple[Path, ...]) -> None:
     """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
     config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
     and the verdict. Tables whose provenance records another config stop it first, in one line naming
@@ -80,6 +83,7 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     from ..planning.paths import RESULTS
     from .judged_config import ConfigMismatch
     from .run_findings import NoResults, report
+    from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
@@ -90,25 +94,27 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
         if results is not None or from_summary is not None or configfiles or export is not None:
             raise click.UsageError("--scales judges the summaries its file names, each with its own config: "
                                    "give no RESULTS, --from-summary, --configfile or --export with it")
-        return _judged_scales(scales, markdown_file, readme)
+        return _judged_scales(scales, markdown_file, readme, claim_folders)
     results = results or Path(RESULTS)
     if from_summary is None and not results.is_dir():
         raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
     try:
         click.echo(report(results, configfiles, from_summary=from_summary, export=export, keep_others=keep_others,
-                          markdown_file=markdown_file, readme=readme))
-    except (ConfigMismatch, NoResults, SummaryError) as err:
+                          markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
+    except (ConfigMismatch, NoResults, SummaryError, ClaimError) as err:
         raise click.ClickException(str(err)) from None
 
 
-def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None) -> None:
+def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None,
+                   claim_folders: tuple[Path, ...]) -> None:
     from ..config.layers import ConfigError
     from . import scales as across
+    from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
 
     try:
-        click.echo(across.report(scales, markdown_file=markdown_file, readme=readme))
-    except (across.ScalesError, SummaryError, ConfigError) as err:
+        click.echo(across.report(scales, markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
+    except (across.ScalesError, SummaryError, ConfigError, ClaimError) as err:
         raise click.ClickException(str(err)) from None
 
 
