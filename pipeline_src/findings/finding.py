@@ -21,6 +21,8 @@ class Finding:
     verdict: str
     comparisons: tuple = field(default=(), compare=False)
     deciding: str = field(default="", compare=False)  # the number that decided it, or what is missing
+    written: str = field(default="", compare=False)  # whether its claim predates its results (.preregistration)
+    post_hoc: bool = field(default=False, compare=False)  # its claim does not: shown, not a verdict
 
     @property
     def word(self) -> str:
@@ -29,8 +31,10 @@ class Finding:
 
     @property
     def cell(self) -> str:
-        """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)"."""
-        return f"{self.word} ({self.deciding})" if self.deciding else self.word
+        """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)";
+        "post hoc: " before it where its claim was written after its results."""
+        shown = f"{self.word} ({self.deciding})" if self.deciding else self.word
+        return f"post hoc: {shown}" if self.post_hoc else shown
 
 
 def undecided(why: str) -> str:

@@ -58,15 +58,14 @@ def as_markdown(rows: list[Finding], columns: tuple[str, ...] = COLUMNS) -> str:
     return markdown(frame)
 
 
-def as_text(rows: list[Finding], width: int = 100, notes: dict[str, str] | None = None) -> str:
-    """The findings for a terminal: per finding its verdict, then claim, criterion and numbers (each
-    comparison on a line of its own), wrapped; ``notes`` (finding -> a line) after each verdict."""
+def as_text(rows: list[Finding], width: int = 100) -> str:
+    """The findings for a terminal: per finding its verdict, whether its claim predates its results,
+    then claim, criterion and numbers (each comparison on a line of its own), wrapped."""
     lines = []
     for row in rows:
         lines.append(f"{row.finding}: {row.verdict}")
-        if notes and row.finding in notes:
-            lines += textwrap.wrap(notes[row.finding], width, initial_indent=f"  {'written':<10} ",
-                                   subsequent_indent=" " * 13)
+        if row.written:  # one line, unwrapped
+            lines.append(f"  {'written':<10} {row.written}")
         for label in COLUMNS[1:3]:
             lines += textwrap.wrap(getattr(row, label), width, initial_indent=f"  {label:<10} ",
                                    subsequent_indent=" " * 13)

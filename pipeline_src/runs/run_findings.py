@@ -68,6 +68,23 @@ def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None
     return [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1]) for claim in claims]
 
 
+def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list]) -> list[judged.Finding]:
+    """``found`` with, for each claim judged, whether it predates the results of its figure (``made``:
+    figure -> :class:`pipeline_src.findings.preregistration.Made` of each table judged)."""
+    from dataclasses import replace
+
+    from ..findings.finding import NOT_CONFIGURED_CRITERION
+    from ..findings.preregistration import written
+
+    rows = []
+    for row, claim in zip(found, claims):
+        if row.criterion != NOT_CONFIGURED_CRITERION and "no results" not in row.verdict:
+            when = written(claim.path, made.get(claim.figure, []))
+            row = replace(row, written=when.line, post_hoc=when.predates is False)
+        rows.append(row)
+    return rows
+
+
 LANDING_HEADING = "**The paper's findings, judged from this run's tables**"
 
 
@@ -117,6 +134,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a :class:`NoResults`,
     before anything is judged or written."""
     from ..config.load import load_config
+    from ..findings.preregistration import summary_made, tables_made
     from ..storage.atomic import write_text
 
     config = with_claims(load_config(configfiles), claim_folders)
@@ -128,11 +146,13 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         if not any(tables.values()):
             raise NoResults(no_results(config, results, list(tables)))
         rows = table_rows(config, tables)
+        made = {figure: tables_made(inputs) for figure, inputs in tables.items()}
     else:
         rows = summary_rows(config, from_summary)
+        made = dict.fromkeys((claim.figure for claim in claims), summary_made(from_summary))
     if keep_others and export is not None and export.is_file():
         rows = run_summary.merged(summary_rows(config, export), rows)
-    found = findings(config, rows, claims)
+    found = dated(findings(config, rows, claims), claims, made)
     if export is not None:
         run_summary.write(rows, export)
     if markdown_file is not None:

@@ -27,7 +27,7 @@ from ..findings.finding import NOT_CONFIGURED_CRITERION
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
-DETAILS = ("finding", "criterion", "numbers", "verdict")  # the columns of a scale's table on the page
+DETAILS = ("finding", "written", "criterion", "numbers", "verdict")  # the columns of a scale's table on the page
 FIELDS = {"name": str, "short": str, "summary": str, "configfiles": list, "device": str, "date": str}
 
 
@@ -92,13 +92,15 @@ def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Fin
     summary yet."""
     from ..config.load import load_config
     from ..findings.claim_file import claims_of
-    from .run_findings import findings, summary_rows, with_claims
+    from ..findings.preregistration import summary_made
+    from .run_findings import dated, findings, summary_rows, with_claims
 
     if not scale.summary.is_file():
         return None
     config = with_claims(load_config(scale.configfiles), claim_folders)
     claims = claims_of(config)
-    return findings(config, summary_rows(config, scale.summary), claims)
+    made = dict.fromkeys((claim.figure for claim in claims), summary_made(scale.summary))
+    return dated(findings(config, summary_rows(config, scale.summary), claims), claims, made)
 
 
 def cell(row: judged.Finding) -> str:
