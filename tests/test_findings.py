@@ -464,7 +464,7 @@ def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
 SCALES = REPO / "docs" / "findings" / "scales.yaml"  # the committed summaries the README's table shows
 PAGE = "docs/findings_by_scale.md"  # the page behind the README's table
 REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
-              f"lengthgen findings --scales docs/findings/scales.yaml --readme README.md --markdown {PAGE}")
+              f"lengthgen findings --scales docs/findings/scales.yaml --claims claims --readme README.md --markdown {PAGE}")
 
 
 def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch):
@@ -476,7 +476,8 @@ def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch)
     readme = shutil.copy(REPO / "README.md", tmp_path / "README.md")
     page = tmp_path / PAGE
     page.write_text("stale")
-    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES.relative_to(REPO)), "--readme", str(readme),
+    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES.relative_to(REPO)), "--claims", "claims",
+                                     "--readme", str(readme),
                                      "--markdown", str(page)])
     assert done.exit_code == 0, done.output
     assert (REPO / "README.md").read_text() == readme.read_text(), (

@@ -24,6 +24,7 @@ from .deciding import deciding
 from .finding import COLUMNS, NOT_CONFIGURED_CRITERION, Finding, not_judged
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
+ACROSS_CONFIGS = "its sides are runs of two configs (two results folders): not judged by lengthgen findings yet"
 JUDGES = {"seeds": judge_seeds.judge, "trends": judge_trends.judge, "targets": judge_targets.judge}
 
 
@@ -31,6 +32,8 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "") -
     """``claim`` judged from the spec ``spec`` of its figure (None: the config does not draw it; ``task``
     the task it would show) and run-summary ``rows``."""
     task = spec.get("task", task) if spec is not None else task
+    if any(side.config for side in claim.sides):
+        return not_judged(claim.name, claim.claim(task), ACROSS_CONFIGS)
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)

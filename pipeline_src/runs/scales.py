@@ -182,7 +182,8 @@ def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None
 
     scales = read(path)
     found = [judge(scale, claim_folders) for scale in scales]
-    command = f"lengthgen findings --scales {path}" + (f" --readme {readme}" if readme else "") + (
+    command = (f"lengthgen findings --scales {path}" + "".join(f" --claims {folder}" for folder in claim_folders)
+               + (f" --readme {readme}" if readme else "")) + (
         f" --markdown {markdown_file}" if markdown_file else "")
     if markdown_file is not None:
         write_text(markdown_file, as_page(scales, found, command) + "\n")
