@@ -5,6 +5,7 @@ figure and the README's table; the shipped claims hard-code no K_train."""
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -28,6 +29,7 @@ F1 = (SHIPPED / "F1.yaml").read_text()
     (F2.replace("lengths: {beyond: 1.5}", "lengths: {at: [-30]}"), "field lengths.at[0]: -30 is less than the minimum of 1"),
     (F2.replace("test: permutation", "test: page"), "field compare[0]: a page test compares the groups of 'rising'"),
     (F2.replace("name: F2\n", "name: F3\n"), "field name: 'F3' is also the name of"),
+    (re.sub(r"commit: [0-9a-f]{40}", "commit: 6516a14", F2), "field registered.commit: '6516a14' does not match"),
 ])
 def test_a_faulty_claim_stops_findings_in_one_line_naming_file_and_field_before_any_table(tmp_path, monkeypatch, text,
                                                                                             field):
@@ -60,3 +62,33 @@ def test_no_shipped_claim_names_a_k_train():
         for side in claim.sides:
             assert side.K_train is None or not str(side.K_train).isdigit(), claim.path
             assert not isinstance(side.k_test, int), claim.path
+
+
+def test_a_registration_not_in_heads_history_stops_findings_before_any_table(tmp_path, monkeypatch):
+    """A claim (committed to a git repository) naming a commit its HEAD does not descend from."""
+    monkeypatch.chdir(REPO)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "again.yaml").write_text(re.sub(r"commit: [0-9a-f]{40}", f"commit: {'dead' * 10}", F2).replace("name: F2\n", "name: F2b\n"))
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(mine), *command], check=True)
+    unreadable = tmp_path / "summary.csv"
+    unreadable.write_text("not a run summary")
+    done = CliRunner().invoke(main, ["findings", "--from-summary", str(unreadable), "--claims", str(mine)])
+    assert done.exit_code == 1 and len(done.output.strip().splitlines()) == 1, done.output
+    assert f"{mine / 'again.yaml'}: field registered.commit: {'dead' * 10} is not a commit of HEAD's history" in done.output
+
+
+def test_each_shipped_registration_is_in_heads_history_and_names_a_heading():
+    """Where a shipped claim names the commit that first stated its criterion: a commit HEAD descends from,
+    older than the claim file, and its text a heading of the page that states it now."""
+    from pipeline_src.findings.preregistration import registered_version, versions
+    from tests.test_docs import anchors
+
+    named = [claim for claim in load_claims() if claim.registered is not None]
+    assert {claim.name for claim in named} == {"F1", "F1'", "F1r", "F2", "F3", "F4", "F4'"}
+    for claim in named:
+        commit, text = claim.registered
+        assert registered_version(claim.path, commit).time < versions(claim.path)[0].time, claim.path
+        page, _, heading = text.partition("#")
+        assert heading in anchors((REPO / page).read_text()), f"{claim.path}: registered.text {text}"

@@ -96,3 +96,54 @@ def test_uncommitted_changes_are_post_hoc_and_no_repository_cannot_tell(repo, tm
     elsewhere = tmp_path_factory.mktemp("no_git") / "claim.yaml"
     elsewhere.write_text("name: mine\n")
     assert pre.written(elsewhere, made).predates is None
+
+
+def test_a_criterion_registered_before_the_run_predates_a_claim_file_written_after_it(repo):
+    """``registered`` dates the criterion by the commit that first stated it; the file committed after the run."""
+    criterion = commit(repo, repo / "findings.md", "the criterion\n", START)
+    tables = run(repo, [8], START + DAY, criterion)
+    claim = repo / "claim.yaml"
+    commit(repo, claim, f"name: mine\nregistered: {{commit: {criterion}, text: findings.md}}\n", START + 2 * DAY)
+    found = pre.written(claim, pre.tables_made(tables), (criterion, "findings.md"))
+    assert found.predates is True and f"criterion committed {pre.day(START)} ({criterion[:7]}, findings.md)" in found.line
+    assert pre.written(claim, pre.tables_made(tables)).predates is False  # the file alone is after the run
+
+
+def test_a_registration_named_before_the_fields_changed_is_not_believed(repo):
+    criterion = commit(repo, repo / "findings.md", "the criterion\n", START)
+    claim = repo / "claim.yaml"
+    named = f"registered: {{commit: {criterion}, text: findings.md}}\n"
+    commit(repo, claim, f"name: mine\n{named}", START + DAY)
+    tables = run(repo, [8], START + 2 * DAY, criterion)
+    commit(repo, claim, f"name: mine\nseeds: all\n{named}", START + 3 * DAY)
+    found = pre.written(claim, pre.tables_made(tables), (criterion, "findings.md"))
+    assert found.predates is False and f"its fields changed after registered.commit {criterion[:7]}" in found.line
+
+
+def test_a_registration_outside_the_history_of_head_stops_in_one_line(repo):
+    from pipeline_src.findings.claim_file import ClaimError
+
+    claim = repo / "claim.yaml"
+    commit(repo, claim, "name: mine\n", START)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-qb", "elsewhere"], check=True)
+    other = commit(repo, repo / "findings.md", "a criterion on another branch\n", START + DAY)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-"], check=True)
+    for missing in (other, "0" * 40):
+        with pytest.raises(ClaimError, match=rf"^{claim}: field registered\.commit: {missing} is not a commit of HEAD's history$"):
+            pre.registered_version(claim, missing)
+
+
+def test_a_summary_dates_each_model_by_the_first_commit_that_held_its_rows(repo):
+    """A summary rewritten for one figure: a model with a new number dated by the rewrite (its other row,
+    the same by chance, does not date it), the models it kept (the other figure's, a seed re-exported with
+    the same numbers) by the first commit that held them; the figure spec's rows date nothing."""
+    summary = repo / "summary.csv"
+    header = "task,variant,scheme,seed,k,length,metric,value\n"
+    seed0 = "parity_scratchpad,scratchpad,ppc,0,,10,accuracy,1.0\n"
+    seed1 = "parity_scratchpad,scratchpad,ppc,1,,10,accuracy,0.0\nparity_scratchpad,scratchpad,ppc,1,,20,accuracy,"
+    language = "language,own,,3,4,,fraction,0.5\n"
+    first = commit(repo, summary, f"{header}language,,,,,,spec.seed,0.0\n{seed0}{seed1}1.0\n", START)
+    again = commit(repo, summary, f"{header}{language}language,,,,,,spec.seed,0.0\n{seed0}{seed1}0.9\n", START + DAY)
+    assert pre.summary_made(summary, "figure4") == [pre.Made(None, START + DAY, again)]  # a target's row, not a seed
+    assert pre.summary_made(summary, "figure2") == [pre.Made(0, START, first), pre.Made(1, START + DAY, again)]
+    assert pre.summary_made(summary, "figure3") == []  # no row of variable assignment

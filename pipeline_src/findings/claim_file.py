@@ -89,6 +89,7 @@ class Claim:
     seeds_because: str = ""
     gate: str = "none"
     correction: str = "holm"
+    registered: tuple[str, str] | None = None  # (commit, text): where its criterion was first committed
 
     def claim(self, task: str = "") -> str:
         return self.text.format(task=task)
@@ -130,7 +131,8 @@ def load(path: Path) -> Claim:
     claim = Claim(path, entry["name"], entry["claim"], entry["figure"], rules, entry.get("lengths"),
                   shown["beyond"] if shown else None, None if seeds == "all" else seeds["from"],
                   "" if seeds == "all" else seeds["because"], entry.get("gate", "none"),
-                  entry.get("correction", "holm"))
+                  entry.get("correction", "holm"),
+                  (entry["registered"]["commit"], entry["registered"]["text"]) if "registered" in entry else None)
     check_claim(claim)
     return claim
 

@@ -8,6 +8,8 @@ from .significance import UNDECIDED
 
 COLUMNS = ("finding", "claim", "criterion", "numbers", "verdict")
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a claim the config runs nothing for
+POST_HOC = "†"  # after a cell whose claim was committed after the results it judges, and under its table:
+POST_HOC_NOTE = f"{POST_HOC} post hoc: the criterion was committed after the results it judges (shown, not a verdict)."
 
 
 @dataclass(frozen=True)
@@ -32,9 +34,9 @@ class Finding:
     @property
     def cell(self) -> str:
         """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)";
-        "post hoc: " before it where its claim was written after its results."""
+        :data:`POST_HOC` after it where its claim was written after its results."""
         shown = f"{self.word} ({self.deciding})" if self.deciding else self.word
-        return f"post hoc: {shown}" if self.post_hoc else shown
+        return f"{shown} {POST_HOC}" if self.post_hoc else shown
 
 
 def undecided(why: str) -> str:

@@ -3,13 +3,17 @@ file's history (each committed version and its commit time) against, per table j
 its record names and the time it was written (the file's modification time; records hold no time, so
 that a rerun's tables stay byte-identical).
 
-The claim as judged is the file's current content. It predates a table when the commit that made that
-content is an ancestor of the table's code commit (the code that made the table held the claim) or was
-committed before the table was written. A claim that does not predate every table it judges is "post
-hoc" (shown, not a verdict), with a one-line reason; so is one with changes not committed. Seeds whose
-tables were written after an earlier version of the claim but before the version judged were "already
-judged by an earlier version": the claim was edited after they were seen. A run summary records no
-tables: its results are dated by the summary's first commit.
+The claim as judged is the file's fields as they are now (comments and layout aside). It was registered
+by the commit that first made them so, or, where the file names one (``registered``), by the earlier
+commit that first stated its criterion (in code or in docs/findings.md): that commit must be an ancestor
+of HEAD, and is believed only while the fields have not changed since ``registered`` was written. The
+claim predates a table when its registration is an ancestor of the table's code commit (the code that
+made the table held the claim) or was committed before the table was written. A claim that does not
+predate every table it judges is "post hoc" (shown, not a verdict), with a one-line reason; so is one
+with changes not committed. Seeds whose tables were written after an earlier version of the claim but
+before its registration were "already judged by an earlier version": the claim was edited after they
+were seen. A run summary records no tables: each model's rows there are dated by the first commit of the
+summary that held them all.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+import yaml
 
 
 @dataclass(frozen=True)
@@ -100,18 +106,85 @@ def tables_made(tables: list[Path]) -> list[Made]:
     return found
 
 
-def summary_made(summary: Path) -> list[Made]:
-    """A run summary's results, dated by its first commit (none where it was never committed)."""
+def summary_made(summary: Path, figure: str) -> list[Made]:
+    """The results of ``figure`` in the run summary ``summary``: each run's rows of the figure's task, per
+    seed (a model: task, variant, scheme, seed), dated by the first commit of the summary that held them
+    all (the same numbers: made by then; by the file's time where it never did), with its seed (None for
+    Figure 4's rows, whose seed column holds a target). The figure spec's rows (``spec.*``) are not
+    results. None where the summary was never committed."""
+    from ..planning.jobs import FIGURE_TASK
+    from .run_summary import LANGUAGE
+
+    task = FIGURE_TASK.get(figure, LANGUAGE)
     history = versions(Path(summary))
-    return [Made(None, history[0].time, history[0].commit)] if history else []
+    if not history:
+        return []
+    header, *lines = Path(summary).read_text().splitlines()
+    columns = header.split(",")
+    seed, metric = columns.index("seed"), columns.index("metric")
+    runs: dict[tuple, set[str]] = {}
+    for line in lines:
+        values = line.split(",")
+        if values[0] == task and not values[metric].startswith("spec."):
+            runs.setdefault(tuple(values[:seed + 1]), set()).add(line)
+    held = [set(version.text.splitlines()[1:]) if version.text.startswith(header + "\n") else set()
+            for version in history]
+    made = set()
+    for run, rows in runs.items():
+        number = int(run[seed]) if run[seed] and task != LANGUAGE else None
+        first = next((version for version, there in zip(history, held) if rows <= there), None)
+        made.add(Made(number, first.time, first.commit) if first else Made(number, os.stat(summary).st_mtime, None))
+    return sorted(made, key=lambda m: (m.time, m.seed if m.seed is not None else -1))
+
+
+def fields_of(text: str) -> dict:
+    """A claim file's fields ({} where it holds no mapping)."""
+    try:
+        found = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def fields(text: str) -> object:
+    """A claim file's content as judged: its fields but ``registered`` (comments and layout aside)."""
+    return {key: value for key, value in fields_of(text).items() if key != "registered"} or text
+
+
+def names(text: str) -> tuple[str, str] | None:
+    """The registration (commit, text) a claim file's ``text`` names, if any."""
+    found = fields_of(text).get("registered")
+    return (found.get("commit"), found.get("text")) if isinstance(found, dict) else None
+
+
+def registered_version(claim: Path, commit: str) -> Version:
+    """The commit ``commit`` that a claim file names as its criterion's registration, checked: a commit of
+    the claim's repository and an ancestor of HEAD (else a :class:`.claim_file.ClaimError` naming the file
+    and the field)."""
+    from .claim_file import ClaimError
+
+    folder = Path(claim).resolve().parent
+    time = git(folder, "show", "-s", "--format=%ct", f"{commit}^{{commit}}")
+    if time is None or not is_ancestor(folder, commit, "HEAD"):
+        raise ClaimError(f"{claim}: field registered.commit: {commit} is not a commit of HEAD's history")
+    return Version(commit, int(time), "")
+
+
+def check_registered(claims: list) -> None:
+    """Each of ``claims`` (:class:`.claim_file.Claim`) that names its registration, checked
+    (:func:`registered_version`) before any table is read."""
+    for claim in claims:
+        if claim.registered is not None and versions(Path(claim.path)):
+            registered_version(claim.path, claim.registered[0])
 
 
 def day(time: float) -> str:
     return datetime.fromtimestamp(time, timezone.utc).strftime("%Y-%m-%d %H:%M")
 
 
-def written(claim: Path, made: list[Made]) -> Written:
-    """Whether the claim file ``claim`` as it is now was committed before every table of ``made``."""
+def written(claim: Path, made: list[Made], registered: tuple[str, str] | None = None) -> Written:
+    """Whether the claim file ``claim`` as it is now (its criterion first committed by ``registered``'s
+    commit, where it names one) was committed before every table of ``made``."""
     if not made:
         return Written(None, "cannot tell: no table or committed summary dates what it judges")
     history = versions(Path(claim))
@@ -120,13 +193,23 @@ def written(claim: Path, made: list[Made]) -> Written:
     folder, current = Path(claim).resolve().parent, history[-1]
     if current.text != Path(claim).read_text():
         return Written(False, f"post hoc: {claim} has changes not committed")
-    as_judged = next(version for version in history if version.text == current.text
-                     and all(later.text == current.text for later in history[history.index(version):]))
+    start = len(history)
+    while start > 0 and fields(history[start - 1].text) == fields(current.text):
+        start -= 1
+    as_judged = history[start]
+    judged = f"claim as judged committed {day(as_judged.time)} ({as_judged.commit[:7]})"
+    since = len(history)  # the first version naming ``registered`` as it is now
+    while registered and since > 0 and names(history[since - 1].text) == registered:
+        since -= 1
+    if registered and since >= start:  # named with (or after) the fields as judged: it vouches for them
+        as_judged = registered_version(claim, registered[0])
+        judged = f"criterion committed {day(as_judged.time)} ({as_judged.commit[:7]}, {registered[1]})"
+    elif registered:
+        judged += f" (its fields changed after registered.commit {registered[0][:7]} was named)"
     after = [m for m in made if not before(folder, as_judged, m)]
-    earlier = [version for version in history if history.index(version) < history.index(as_judged)]
+    earlier = [version for version in history[:start] if fields(version.text) != fields(current.text)]
     seen = sorted({m.seed for m in made for version in earlier
                    if m.seed is not None and before(folder, version, m) and not before(folder, as_judged, m)})
-    judged = f"claim as judged committed {day(as_judged.time)} ({as_judged.commit[:7]})"
     if after:
         first = min(after, key=lambda m: m.time)
         seeds = sorted({m.seed for m in after if m.seed is not None})

@@ -21,7 +21,7 @@ import polars as pl
 from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary, significance
 from .claim_file import Claim
 from .deciding import deciding
-from .finding import COLUMNS, NOT_CONFIGURED_CRITERION, Finding, not_judged
+from .finding import COLUMNS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 ACROSS_CONFIGS = "its sides are runs of two configs (two results folders): not judged by lengthgen findings yet"
@@ -86,7 +86,7 @@ def as_rst(rows: list[Finding]) -> list[str]:
     for row in rows:
         shown = "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
         lines += [f"   * - {row.finding}", f"     - {shown}"]
-    lines.append("")
+    lines += [""] + ([POST_HOC_NOTE, ""] if any(row.post_hoc for row in rows) else [])
     for row in rows:
         lines += [f"- **{row.finding}: {row.verdict}** (the claim: {row.claim})", ""]
         lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]

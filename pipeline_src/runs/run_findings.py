@@ -79,7 +79,7 @@ def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list
     rows = []
     for row, claim in zip(found, claims):
         if row.criterion != NOT_CONFIGURED_CRITERION and "no results" not in row.verdict:
-            when = written(claim.path, made.get(claim.figure, []))
+            when = written(claim.path, made.get(claim.figure, []), claim.registered)
             row = replace(row, written=when.line, post_hoc=when.predates is False)
         rows.append(row)
     return rows
@@ -134,11 +134,12 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a :class:`NoResults`,
     before anything is judged or written."""
     from ..config.load import load_config
-    from ..findings.preregistration import summary_made, tables_made
+    from ..findings.preregistration import check_registered, summary_made, tables_made
     from ..storage.atomic import write_text
 
     config = with_claims(load_config(configfiles), claim_folders)
     claims = claims_of(config)  # every claim file checked before any table is read
+    check_registered(claims)
     if from_summary is None:
         from .judged_config import check
 
@@ -149,7 +150,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         made = {figure: tables_made(inputs) for figure, inputs in tables.items()}
     else:
         rows = summary_rows(config, from_summary)
-        made = dict.fromkeys((claim.figure for claim in claims), summary_made(from_summary))
+        made = {claim.figure: summary_made(from_summary, claim.figure) for claim in claims}
     if keep_others and export is not None and export.is_file():
         rows = run_summary.merged(summary_rows(config, export), rows)
     found = dated(findings(config, rows, claims), claims, made)

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from ..findings import verdicts as judged
-from ..findings.finding import NOT_CONFIGURED_CRITERION
+from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -92,14 +92,15 @@ def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Fin
     summary yet."""
     from ..config.load import load_config
     from ..findings.claim_file import claims_of
-    from ..findings.preregistration import summary_made
+    from ..findings.preregistration import check_registered, summary_made
     from .run_findings import dated, findings, summary_rows, with_claims
 
     if not scale.summary.is_file():
         return None
     config = with_claims(load_config(scale.configfiles), claim_folders)
     claims = claims_of(config)
-    made = dict.fromkeys((claim.figure for claim in claims), summary_made(scale.summary))
+    check_registered(claims)
+    made = {claim.figure: summary_made(scale.summary, claim.figure) for claim in claims}
     return dated(findings(config, summary_rows(config, scale.summary), claims), claims, made)
 
 
@@ -122,7 +123,8 @@ def judged_rows(found: list[list[judged.Finding] | None]) -> list[judged.Finding
 
 def as_table(scales: list[Scale], found: list[list[judged.Finding] | None]) -> str:
     """The table read at a glance: a row per finding, a column per scale (its short name), each cell the
-    verdict and the number that decided it, "-" where the scale runs nothing for it."""
+    verdict and the number that decided it, "-" where the scale runs nothing for it; a line under it where
+    a cell is post hoc."""
     import polars as pl
 
     from ..findings.tables import markdown
@@ -130,7 +132,8 @@ def as_table(scales: list[Scale], found: list[list[judged.Finding] | None]) -> s
     table = {"finding": [row.finding for row in judged_rows(found)]}
     for scale, rows in zip(scales, found):
         table[scale.short] = [short_cell(row) for row in rows] if rows is not None else [NO_RESULTS] * len(table["finding"])
-    return markdown(pl.DataFrame(table))
+    post_hoc = any(row.post_hoc for rows in found if rows is not None for row in rows)
+    return markdown(pl.DataFrame(table)) + (f"\n\n{POST_HOC_NOTE}" if post_hoc else "")
 
 
 def as_page(scales: list[Scale], found: list[list[judged.Finding] | None], command: str) -> str:
