@@ -384,6 +384,19 @@ def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path,
     assert f"\n{paragraph}\n" in text and text.index(paragraph) < text.index("**This run**")
 
 
+def test_figure1s_caption_states_f1_whole_and_in_one_clause_the_claims_its_seeds_cannot_judge(tmp_path, config):
+    """Seeds below 8 judge F1; F1' (seeds from 8 on) and F1r (from 20 on) are named with why, not stated whole."""
+    (low_variant, low_k), (high_variant, high_k) = k_variants(config)[:2]
+    config[F1_TASK]["k_train"] = [low_k, high_k]
+    f1_run(config, tmp_path, low_variant, falling(low_k))
+    f1_run(config, tmp_path, high_variant, falling(high_k))
+    spec = jobs.figure_spec(config, "figure1")
+    paragraph = judged.caption("figure1", spec, studies.figure_inputs(config, "figure1", tmp_path), load_claims())
+    assert paragraph.startswith("**F1: ") and paragraph.count("Criterion: ") == 1
+    assert paragraph.endswith("No results here for F1': no seed from 8 on (seeds 0 to 7 were seen by earlier F1 "
+                              "verdicts); F1r: no seed from 20 on (earlier verdicts and pilots saw the seeds below).")
+
+
 @pytest.mark.parametrize("own, other, expected", [((0.75, 0.85), (0.15, 0.25), judged.REPRODUCED),
                                                   ((0.15, 0.25), (0.75, 0.85), judged.CONTRADICTED)])
 def test_figure4s_caption_states_f4_from_its_influence_table(tmp_path, config, own, other, expected):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from .significance import UNDECIDED
 
 COLUMNS = ("finding", "claim", "criterion", "numbers", "verdict")
+NO_RESULTS = "no results: "  # after "undecided: ", the verdict of a claim its runs give nothing to judge
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a claim the config runs nothing for
 POST_HOC = "†"  # after a cell whose claim was committed after the results it judges, and under its table:
 POST_HOC_NOTE = f"{POST_HOC} post hoc: the criterion was committed after the results it judges (shown, not a verdict)."
@@ -45,4 +46,4 @@ def undecided(why: str) -> str:
 
 def not_judged(name: str, claim: str, why: str) -> Finding:
     """The row of a claim the config runs nothing for (``why``)."""
-    return Finding(name, claim, NOT_CONFIGURED_CRITERION, why, undecided(f"no results: {why}"))
+    return Finding(name, claim, NOT_CONFIGURED_CRITERION, why, undecided(f"{NO_RESULTS}{why}"))

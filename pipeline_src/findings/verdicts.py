@@ -21,7 +21,7 @@ import polars as pl
 from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary, significance
 from .claim_file import Claim
 from .deciding import deciding
-from .finding import COLUMNS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged
+from .finding import COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 ACROSS_CONFIGS = "its sides are runs of two configs (two results folders): not judged by lengthgen findings yet"
@@ -42,14 +42,20 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "") -
 
 def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim]) -> str:
     """The paragraphs of ``figure``'s caption stating each of ``claims`` drawn in it, judged from the
-    figure's spec and the tables it is drawn from (``inputs``); "" for a figure that shows no claim."""
+    figure's spec and the tables it is drawn from (``inputs``), then in one line those these runs give no
+    results for (fresh seeds the config does not train, say), with why; "" for a figure that shows no claim."""
     mine = [claim for claim in claims if claim.figure == figure]
     if not mine:
         return ""
     rows = run_summary.figure_rows(spec, inputs)
     found = [judge(claim, spec, rows) for claim in mine]
-    return " ".join(f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
-                    f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}." for row in found)
+    missing = [row for row in found if NO_RESULTS in row.verdict]
+    stated = [f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
+              f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}." for row in found if row not in missing]
+    if missing:
+        stated.append("No results here for " + "; ".join(f"{row.finding}: {row.verdict.split(NO_RESULTS, 1)[1]}"
+                                                        for row in missing) + ".")
+    return " ".join(stated)
 
 
 def as_markdown(rows: list[Finding], columns: tuple[str, ...] = COLUMNS) -> str:
