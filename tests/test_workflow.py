@@ -120,6 +120,22 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_pa
     assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {"evaluate": MODELS, **TASK_FIGURES, "all": 1}
 
 
+@pytest.mark.e2e
+def test_a_claim_edit_redraws_only_the_figure_that_states_it(pipeline, tmp_path):
+    """A shipped claim file is an input of the job of the figure whose caption states it, and of no other:
+    editing F2's replans Figure 2's job alone. The copy's own package holds the claims (the jobs name them
+    by their path from the working folder, so the copy's first run redraws every figure that states one)."""
+    workdir = shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)  # results and .snakemake too
+    package = shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src",
+                              ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(workdir)}  # the Snakefile imports the copy
+    run = ("all", "--configfile", "config/smoke.yaml")
+    snakemake(workdir, *run, env=env)
+    claim = package / "findings" / "claims" / "F2.yaml"
+    claim.write_text(claim.read_text().replace("says: each coupled scheme", "says: every coupled scheme"))
+    assert planned_jobs(snakemake(workdir, "-n", *run, env=env)) == {"plot_figure2": 1, "all": 1}
+
+
 @pytest.mark.parametrize("body, field", [
     ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "scratch"),
     ({"parity_scratchpad": {"runs": {"direct": ["bogus"]}}}, "bogus"),
