@@ -542,3 +542,22 @@ def key_token_targets():
     return pl.DataFrame({"doc": pl.Series([4, 9], dtype=pl.Int64), "t": pl.Series([20, 30], dtype=pl.Int32),
                          "target": pl.Series([7, 7], dtype=pl.Int32),
                          "context": pl.Series(contexts.tolist(), dtype=pl.List(pl.Int32))})
+
+
+# --- Markdown headings (test_docs.py, test_claims.py) -----------------------------------------------
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of every heading of ``text`` outside code fences."""
+    found, fenced = set(), False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = re.match(r"^#+ (.*)", line)
+        if heading and not fenced:
+            found.add(slug(heading.group(1)))
+    return found

@@ -83,7 +83,7 @@ def test_each_shipped_registration_is_in_heads_history_and_names_a_heading():
     """Where a shipped claim names the commit that first stated its criterion: a commit HEAD descends from,
     older than the claim file, and its text a heading of the page that states it now."""
     from pipeline_src.findings.preregistration import registered_version, versions
-    from tests.test_docs import anchors
+    from tests.helpers import anchors
 
     named = [claim for claim in load_claims() if claim.registered is not None]
     assert {claim.name for claim in named} == {"F1", "F1'", "F1r", "F2", "F3", "F4", "F4'"}

@@ -8,27 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import anchors
+
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 README_MAX_LINES = 200
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-
-
-def slug(heading: str) -> str:
-    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-
-
-def anchors(text: str) -> set[str]:
-    """The anchors of every heading of ``text`` outside code fences."""
-    found, fenced = set(), False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        heading = re.match(r"^#+ (.*)", line)
-        if heading and not fenced:
-            found.add(slug(heading.group(1)))
-    return found
 
 
 def broken_links(page: Path) -> list[str]:
