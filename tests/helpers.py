@@ -83,11 +83,12 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
 
 
 def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
-    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/) and no results,
+    """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/, and claims/, which a
+    shipped config names) and no results,
     its ``device`` setting ``device``: the CPU unless a test means another, so that a GPU machine runs
     these workflows as every other machine does (it would train them on CUDA, each job compiled)."""
     shutil.copy(REPO / "Snakefile", workdir)
-    for folder in ("workflow", "config", "profiles"):
+    for folder in ("workflow", "config", "profiles", "claims"):
         shutil.copytree(REPO / folder, workdir / folder)
     base = workdir / "config" / "config.yaml"
     text = base.read_text()

@@ -113,7 +113,8 @@ def test_the_plan_rehearsed_on_the_cpu_comes_back_judged(tmp_path, monkeypatch):
     other = CliRunner().invoke(main, ["findings", str(back), *options, "--configfile", steps])
     assert other.exit_code != 0 and "made with train train.steps=30, the config says 31" in other.output, other.output
 
-    scales = [{"name": name, "summary": summary, "configfiles": layering, "device": "a CPU", "date": "today"}
+    scales = [{"name": name, "short": name, "summary": summary, "configfiles": layering, "device": "a CPU",
+               "date": "today"}
               for name, summary in (("window", "gpu.csv"), ("mid", "gpu_mid.csv"))]
     (tmp_path / "scales.yaml").write_text(yaml.safe_dump(scales))
     judged = CliRunner().invoke(main, ["findings", "--scales", str(tmp_path / "scales.yaml")])
