@@ -19,7 +19,7 @@ from pipeline_src.training.curriculum import KCurriculum
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec, write_dataset
 from tests.conftest import REPO
-from tests.helpers import DEFAULT, edited
+from tests.helpers import edited
 
 quiet = {"progress": lambda line: None}
 
@@ -141,7 +141,8 @@ def test_config_curriculum_only_where_k_is_trained_and_only_in_specs_that_write_
     config = edited(sparse_parity={"train": rising()})
     jobs.check(config)
     assert jobs.train_spec(config, "sparse_parity", "k4", "rope_pose", 0)["train"]["curriculum"] == rising()["curriculum"]
-    assert "curriculum" not in jobs.train_spec(DEFAULT, "sparse_parity", "k4", "rope_pose", 0)["train"]
+    config = edited(sparse_parity={"train": {"curriculum": None}})
+    assert "curriculum" not in jobs.train_spec(config, "sparse_parity", "k4", "rope_pose", 0)["train"]
 
 
 @pytest.mark.parametrize("curriculum, field", [

@@ -419,9 +419,8 @@ def test_a_figure_without_a_finding_has_no_finding_paragraph(tmp_path, config):
 def write_all_four(results, config) -> None:
     """Tables for every finding, with seeds apart by uneven amounts (means are not round numbers)."""
     rng = np.random.default_rng(1)
-    (low_variant, low_k), (high_variant, high_k) = k_variants(config)[:2]
-    f1_run(config, results, low_variant, falling(low_k), jitter=0.013)
-    f1_run(config, results, high_variant, falling(high_k), jitter=0.021)
+    for index, (variant, k_train) in enumerate(k_variants(config)):  # every K_train the config trains
+        f1_run(config, results, variant, falling(k_train), jitter=0.013 + 0.008 * index)
     write_f2(results, config, 0.77, 0.12)
     ppc, baselines, rest = f3_runs(config)
     for run, value in ((ppc, 0.6), *((run, 0.3) for run in baselines + rest)):
@@ -663,7 +662,8 @@ def test_f1_across_lengths_holds_where_a_judged_length_shows_it(config):
     for length in judged_lengths:
         found = f1_across(config, f1_shown_at(length))
         assert found.verdict == judged.REPRODUCED, found.verdict
-        assert len(found.comparisons) == 3 * len(judged_lengths)
+        # (a) per K_train, (b) per neighbouring pair, at every judged length
+        assert len(found.comparisons) == (2 * len(k_variants(config)) - 1) * len(judged_lengths)
     longest = max(config[F1_TASK]["eval"]["lengths"])
     assert longest > 8 * T  # F1's own length is not judged by F1'
     outside = f1_across(config, f1_shown_at(longest))

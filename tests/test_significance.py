@@ -59,6 +59,7 @@ def test_an_effect_of_one_and_a_half_sd_with_8_seeds_is_found_in_at_least_80_per
 def f1_spec() -> dict:
     config = copy.deepcopy(default_config())
     config[F1_TASK]["seeds"] = list(range(SEEDS))
+    config[F1_TASK]["k_train"] = [2, 4]  # the shape these tests draw, whatever the default's
     return jobs.figure_spec(config, "figure1")
 
 
@@ -225,7 +226,9 @@ def test_the_simulated_verdict_is_verdicts():
 def test_the_simulation_draws_the_claimed_differences():
     """F1 at 2 SD, 5,000 values per run: K_train 4 at k_test 4 has mean 2 against K_train 2's 0, and
     each paired cell is its base's seeds plus N(2, 1) (standard errors 0.014 to 0.02)."""
-    values = power.simulate(STRUCTURES["F1"], 2.0, 5)
+    config = copy.deepcopy(default_config())
+    config[F1_TASK]["k_train"] = [2, 4]  # the shape named below, whatever the default's
+    values = power.simulate(power.structures(config)["F1"], 2.0, 5)
     assert set(values) == {"K_train 2 k_test 1", "K_train 2 k_test 2", "K_train 4 k_test 1", "K_train 4 k_test 4",
                            "K_train 2 k_test 4"}
     assert values["K_train 4 k_test 4"].mean() == pytest.approx(2.0, abs=0.06)

@@ -35,6 +35,12 @@ def test_a_named_k_train_trains_its_own_steps_and_only_its_specs_change():
         assert "steps_by_k_train" not in spec["train"]
 
 
+def test_an_entry_for_a_k_train_not_trained_is_unused():
+    config = edited(sparse_parity={"k_train": [2, 4], "train": {"steps_by_k_train": {4: 1234, 8: 9999}, "curriculum": None}})
+    jobs.check(config)
+    assert [spec["train"]["steps"] for spec in specs(config).values()] == [BASE["sparse_parity"]["train"]["steps"]] * 2 + [1234] * 2
+
+
 def test_keys_from_the_command_line_are_read_as_k_train_and_the_later_layer_wins():
     config = edited(sparse_parity={"k_train": [2, 4], "train": {"steps_by_k_train": {2: 100, 4: 200, "4": 300}}})
     jobs.check(config)
@@ -43,8 +49,8 @@ def test_keys_from_the_command_line_are_read_as_k_train_and_the_later_layer_wins
 
 
 @pytest.mark.parametrize("task, by_k, message", [
-    ("sparse_parity", {6: 100}, "sparse_parity.train.steps_by_k_train: 6 is not a K_train of the section (k_train: [2, 4])"),
-    ("sparse_parity", {"k4": 100}, "sparse_parity.train.steps_by_k_train: 'k4' is not a K_train"),
+    ("sparse_parity", {"k4": 100}, "sparse_parity.train.steps_by_k_train: 'k4' is not a K_train (a positive integer)"),
+    ("sparse_parity", {0: 100}, "sparse_parity.train.steps_by_k_train: 0 is not a K_train"),
     ("parity_scratchpad", {4: 100}, "parity_scratchpad.train.steps_by_k_train: steps per K_train need a task trained on k_train"),
 ])
 def test_the_check_names_the_field(task, by_k, message):
