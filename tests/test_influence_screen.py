@@ -11,6 +11,7 @@ import copy
 import numpy as np
 import polars as pl
 import pytest
+import torch
 from polars.testing import assert_frame_equal
 
 from pipeline_src.findings import run_summary, verdicts
@@ -20,9 +21,13 @@ from pipeline_src.language import language_jobs
 from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_summary import paired_fractions, recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import PER_K, influence_schema, read_influence
+from pipeline_src.language.targets import select_targets
+from pipeline_src.language.token_stream import build_corpus
+from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from pipeline_src.storage.datasets import DataError, validate
+from pipeline_src.training.train import build_model
 from tests.conftest import default_config
 from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets
 
@@ -66,6 +71,13 @@ def test_gaining_targets_rows_are_those_of_the_unscreened_analysis(both):
     cfg, threshold, (plain, _), (screened, _) = both
     gaining = (plain["short_loss"] - plain["long_loss"] > threshold).to_numpy()
     assert 0 < gaining.sum() < len(gaining) / 2  # most targets screened out, some analysed
+    check_rows(cfg, threshold, plain, screened)
+
+
+def check_rows(cfg: InfluenceConfig, threshold: float, plain: pl.DataFrame, screened: pl.DataFrame) -> None:
+    """Every drawn target's row of the screened table is the unscreened one's: its losses bit for bit,
+    a gaining target's choices and losses at every k within 1e-6 nats; the others marked, nulls at k."""
+    gaining = (plain["short_loss"] - plain["long_loss"] > threshold).to_numpy()
     assert screened[SCREENED_OUT].to_list() == (~gaining).tolist()
     # every drawn target's row: its losses from the very forwards of the unscreened analysis
     assert_frame_equal(screened.drop(SCREENED_OUT, *PER_K), plain.drop(*PER_K), check_exact=True)
@@ -86,6 +98,12 @@ def test_verdicts_and_summaries_are_those_of_the_unscreened_table(both, tmp_path
     """F4 and F4' (from the rows ``lengthgen findings`` and the figure job compute), Figure 4's curves
     and the PoSE figure's tokens needed, at the figure's threshold, the screening's."""
     cfg, threshold, (plain, _), (screened, _) = both
+    check_verdicts(cfg, threshold, plain, screened, tmp_path)
+
+
+def check_verdicts(cfg: InfluenceConfig, threshold: float, plain: pl.DataFrame, screened: pl.DataFrame,
+                   tmp_path) -> None:
+    """F4, F4', Figure 4's curves and the PoSE figure's tokens needed of both tables are the same."""
     spec = {"context": cfg.context, "local": cfg.local, "k_max": cfg.k_max, "gain_threshold": threshold,
             "n_boot": 200, "seed": 0}
     rows = {}
@@ -187,3 +205,33 @@ def test_screening_enters_the_analysis_spec_only_where_it_is_switched_on():
     assert InfluenceConfig.from_dict(analysed).screen_gain == 0.1
     edited["language"]["analysis"]["screen"] = False
     assert language_jobs.influence_spec(edited) == language_jobs.influence_spec(config)
+
+
+@pytest.mark.slow  # the default corpus's tokenizer and token stream first: 70 s on 2 cores shared with a training run
+def test_a_slice_of_the_default_run_screens_to_its_rows_and_verdicts(tmp_path):
+    """The default run's analysis (config/config.yaml: its corpus, tokenizer and draw of targets, Lbar 128,
+    L 64, k 8, greedy, batch 64, the findings' 0.1 nats) on a slice of it, the first 16 of its 128
+    targets, with a decoder of its main model's shape and random weights (the trained model is no file
+    of the repository): screened at the figure's threshold, its rows and verdicts are the unscreened ones."""
+    config = default_config()
+    config["language"]["analysis"]["screen"] = True
+    build_corpus(language_jobs.corpus_spec(config), tmp_path / "tokenizer.json", tmp_path / "tokens.parquet",
+                 progress=lambda line: None)
+    spec = language_jobs.influence_spec(config)
+    screening = InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
+    cfg = InfluenceConfig(**{**screening.to_dict(), "screen_gain": None})
+    assert (cfg.context, cfg.local, cfg.k_max, cfg.selection, cfg.n_targets) == (128, 64, 8, "greedy", 128)
+    vocab = config["language"]["tokenizer"]["vocab_size"]
+    targets = select_targets(read_tokens(tmp_path / "tokens.parquet", vocab), cfg).head(16)
+    torch.manual_seed(0)
+    model = build_model(language_jobs.train_spec(config, "main"), vocab)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)  # as tests.helpers.random_model: 3 of the 16 gain more than 0.1 nats
+    plain = inf.influential_tokens(model, targets, cfg, progress=None)
+    screened = inf.influential_tokens(model, targets, screening, progress=None)
+    threshold = screening.screen_gain
+    gaining = (plain["short_loss"] - plain["long_loss"] > threshold).to_numpy()
+    assert threshold == config["language"]["figure"]["gain_threshold"] and 0 < gaining.sum() < len(gaining), gaining
+    check_rows(cfg, threshold, plain, screened)
+    check_verdicts(cfg, threshold, plain, screened, tmp_path)
