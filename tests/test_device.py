@@ -113,7 +113,7 @@ def test_paper_config_trains_and_evaluates_in_bf16():
 
 def test_device_enters_every_model_job_spec_and_no_other():
     config = {**copy.deepcopy(DEFAULT), "device": "cpu"}
-    assert jobs.train_spec(config, "sparse_parity", "k1", "rope_pose", 0)["device"] == "cpu"
+    assert jobs.train_spec(config, "sparse_parity", "k2", "rope_pose", 0)["device"] == "cpu"
     assert jobs.eval_spec(config, "sparse_parity") == {
         "batch_size": DEFAULT["sparse_parity"]["eval"]["batch_size"], "seed": DEFAULT["sparse_parity"]["eval"]["seed"],
         "device": "cpu", "precision": DEFAULT["sparse_parity"]["train"]["precision"],
@@ -121,11 +121,11 @@ def test_device_enters_every_model_job_spec_and_no_other():
     assert lang.train_spec(config, "main")["device"] == "cpu"
     assert lang.eval_spec(config)["device"] == "cpu"
     assert lang.influence_spec(config)["device"] == "cpu"
-    for spec in (jobs.train_data_spec(config, "sparse_parity", "k1"), jobs.eval_data_spec(config, "sparse_parity", "k1"),
+    for spec in (jobs.train_data_spec(config, "sparse_parity", "k2"), jobs.eval_data_spec(config, "sparse_parity", "k2"),
                  jobs.figure_spec(config, "figure1"), lang.corpus_spec(config), lang.figure_spec(config, "figure4")):
         assert "device" not in canonical_json(spec)
     without = {key: value for key, value in DEFAULT.items() if key != "device"}
-    assert jobs.train_spec(without, "sparse_parity", "k1", "rope_pose", 0)["device"] == "auto"
+    assert jobs.train_spec(without, "sparse_parity", "k2", "rope_pose", 0)["device"] == "auto"
 
 
 # --- moving tensors -------------------------------------------------------------------------------

@@ -112,6 +112,7 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_pa
                               ignore=shutil.ignore_patterns("__pycache__"))
     env = {"PYTHONPATH": str(workdir)}  # the Snakefile imports the copy
     dry_run = ("-n", "all", "--configfile", "config/smoke.yaml")
+    snakemake(workdir, *dry_run[1:], env=env)  # settled: the figures name the copy's claim files
     model = package / "model.py"
     model.write_text(model.read_text().replace("\n\n\n", "\n\n\n# an added comment\n", 1) + "# the end\n")
     assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
@@ -203,7 +204,7 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     first, landing = page.split("Code and libraries", 1)
     findings = first.split("The paper's findings, judged from this run's tables", 1)[1]  # the page leads with them
     for name in ("F1", "F2", "F3", "F4"):
-        assert re.search(rf"{name}: (reproduced|contradicted|undecided: .+?) \(the paper: ", findings), name
+        assert re.search(rf"{name}: (reproduced|contradicted|undecided: .+?) \(the claim: ", findings), name
     assert "p = " in findings and "seeds)" in findings  # the comparisons' numbers
     assert f"git commit: {code_version()['git_commit']}" in landing
     assert re.search(r"uncommitted changes: (yes|no) ", landing)

@@ -126,8 +126,7 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
             "positions": {"pose_chunks": section["positions"]["pose_chunks"],
                           "target_length": target_length(config, task, scheme, variant)}}
     k_train = get_task(task).layout.k_train(variant)
-    spec["train"]["steps"] = train_steps(section["train"], k_train)
-    spec["train"].pop("steps_by_k_train", None)  # the model's own steps are in its spec
+    spec["train"]["steps"] = train_steps(section["train"], k_train)  # the model's own, of a map per K_train
     if spec["train"].get("curriculum", {}) is None:  # null: none, the spec of a config that writes none
         del spec["train"]["curriculum"]
     if k_train is not None:
@@ -139,10 +138,10 @@ def train_spec(config: dict, task: str, variant: str, scheme: str, seed: int) ->
 
 
 def train_steps(train: dict, k_train: int | None) -> int:
-    """The steps a model of ``k_train`` trains: its entry of ``train.steps_by_k_train``, else
-    ``train.steps``."""
-    by_k = train.get("steps_by_k_train") or {}
-    return by_k.get(k_train, train["steps"])
+    """The steps a model of ``k_train`` trains: ``train.steps``, or its entry there when that is a map
+    from K_train to steps (keys made integers by :func:`check_steps`)."""
+    steps = train["steps"]
+    return steps[k_train] if isinstance(steps, dict) else steps
 
 
 def eval_spec(config: dict, task: str) -> dict:
@@ -204,7 +203,7 @@ def _check_task(config: dict, task: str) -> None:
     section, declared = config[task], get_task(task)
     try:
         check_curriculum(task, section["train"])
-        check_steps_by_k_train(task, section)
+        check_steps(section)
         declared.layout.check_variants(section)
         if declared.check_section is not None:
             declared.check_section(section)
@@ -224,21 +223,23 @@ def check_curriculum(task: str, train: dict) -> None:
         raise ValueError(f"train.curriculum: a curriculum over k needs a task trained on k_train ({trained_on_k})")
 
 
-def check_steps_by_k_train(task: str, section: dict) -> None:
-    """``train.steps_by_k_train`` only for a task trained on k_train, its keys K_train values (an entry
-    for a K_train the section does not train is unused, so a layer may change k_train alone); its keys
-    made integers in place (YAML reads ``8:`` as one, ``--config``'s JSON ``"8"`` as a
-    string; of both, the one merged last, the later layer's, wins); a ValueError naming the field."""
-    by_k = section["train"].get("steps_by_k_train")
-    if by_k is None:
+def check_steps(section: dict) -> None:
+    """A section's ``train.steps`` given as a map from K_train to steps (the schema allows one for a task
+    trained on k_train only): keys that are K_train values, one for every K_train the section trains (a
+    K_train it does not train may be named too); its keys made integers in place (YAML reads ``8:`` as one,
+    ``--config``'s JSON ``"8"`` as a string; of both, the one merged last, the later layer's, wins); a
+    ValueError naming ``train.steps``."""
+    steps = section["train"]["steps"]
+    if not isinstance(steps, dict):
         return
-    field = "train.steps_by_k_train"
-    if not get_task(task).layout.by_k_train:
-        raise ValueError(f"{field}: steps per K_train need a task trained on k_train")
-    for key in by_k:
+    for key in steps:
         if not re.fullmatch(r"[1-9]\d*", str(key)):
-            raise ValueError(f"{field}: {key!r} is not a K_train (a positive integer)")
-    section["train"]["steps_by_k_train"] = {int(key): steps for key, steps in by_k.items()}
+            raise ValueError(f"train.steps: {key!r} is not a K_train (a positive integer)")
+    section["train"]["steps"] = steps = {int(key): value for key, value in steps.items()}
+    missing = sorted(set(section["k_train"]) - set(steps))
+    if missing:
+        raise ValueError(f"train.steps names no steps for K_train {', '.join(map(str, missing))} "
+                         f"(it names {', '.join(map(str, sorted(steps)))})")
 
 
 def _check_eval_grid(config: dict, task: str, variant: str) -> None:

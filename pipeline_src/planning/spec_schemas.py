@@ -89,7 +89,7 @@ def data_spec(task: str, split: str) -> dict:
 def train_spec(task: str, scheme: str) -> dict:
     """``lengthgen train``: :func:`.jobs.train_spec`."""
     train = part(task, "train")
-    del train["properties"]["steps_by_k_train"]  # resolved into the model's own steps
+    train["properties"]["steps"] = part("train", "steps")  # the model's own: one number, even of a map per K_train
     if not get_scheme(scheme).predicts_positions:
         train["required"] = [name for name in train["required"] if name not in jobs.POSITION_HEAD_TRAIN_FIELDS]
     positions = part(task, "positions")

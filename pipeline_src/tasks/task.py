@@ -17,6 +17,10 @@ from typing import Callable
 from .dependency import Dependencies
 from .vocab import Vocab
 
+# train.steps of a task trained on k_train (config/README.md)
+STEPS_BY_K_TRAIN = ("Optimizer steps: one number for every K_train, or a map from each K_train trained to its "
+                    "steps (K_train not trained may be named too). A layer writing one number replaces the map.")
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -45,7 +49,12 @@ class Layout:
         ``variants``), with the task's own ``data`` block (a fresh copy)."""
         section = copy.deepcopy(defs["k_task" if self.by_k_train else "n_task"])
         section["properties"]["data"] = copy.deepcopy(self.data_schema)
-        if not self.by_k_train:
+        if self.by_k_train:  # its train.steps: one number, or one per K_train
+            section["properties"]["train"] = train = copy.deepcopy(defs["train"])
+            train["properties"]["steps"] = {"description": STEPS_BY_K_TRAIN, "oneOf": [
+                train["properties"]["steps"], {"type": "object", "minProperties": 1,
+                                               "additionalProperties": train["properties"]["steps"]}]}
+        else:
             section["properties"]["runs"]["propertyNames"] = {"enum": list(self.variants)}
         return section
 
