@@ -10,6 +10,7 @@ user's own from further folders (the config's ``claims``, or ``lengthgen finding
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,12 @@ def side(entry: dict | None) -> Side | None:
     return Side(**{**entry, "config": tuple(entry["config"]) if "config" in entry else None})
 
 
+@functools.cache
+def claim_schema() -> dict:
+    """The claim file's JSON schema, read once (it is checked for every claim file a run parses)."""
+    return yaml.safe_load(SCHEMA.read_text())
+
+
 def load(path: Path) -> Claim:
     """The claim file ``path``, checked (a :class:`ClaimError` naming the file and the field)."""
     from ..config.schema import ConfigSchemaError, check
@@ -118,7 +125,7 @@ def load(path: Path) -> Claim:
     path = Path(path)
     try:
         entry = yaml.safe_load(path.read_text())
-        check(entry, yaml.safe_load(SCHEMA.read_text()), str(path))
+        check(entry, claim_schema(), str(path))
     except (OSError, yaml.YAMLError) as err:
         raise ClaimError(f"{path}: not a claim file ({str(err).splitlines()[0]})") from None
     except ConfigSchemaError as err:

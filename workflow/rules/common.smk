@@ -1,5 +1,6 @@
 # Grid, per-job specs and code digests. Cheap and pure: re-parsed for every cluster job.
 # Every result, log and benchmark path comes from pipeline_src/planning/paths.py.
+import functools
 from shlex import quote
 
 from pipeline_src import studies
@@ -108,16 +109,23 @@ def caption_template(figure):
     return os.path.relpath(os.path.join(workflow.basedir, "workflow", "report", f"{figure}.rst"))
 
 
-def claim_files(figure):
-    """The claim files drawn in ``figure`` (pipeline_src/findings/claims/, then the config's `claims`
-    folders): inputs of its job, whose caption states their verdicts, so editing one redraws that
-    figure and nothing else. Relative to the working directory, as caption_template's."""
+@functools.cache
+def config_claims():
+    """The config's claims (pipeline_src/findings/claims/, then its `claims` folders), read and checked
+    once per parse."""
     from pipeline_src.findings.claim_file import ClaimError, claims_of
 
     try:
-        return [os.path.relpath(claim.path) for claim in claims_of(config) if claim.figure == figure]
+        return claims_of(config)
     except ClaimError as err:
         raise WorkflowError(f"invalid claim: {err}")
+
+
+def claim_files(figure):
+    """The claim files drawn in ``figure``: inputs of its job, whose caption states their verdicts, so
+    editing one redraws that figure and nothing else. Relative to the working directory, as
+    caption_template's."""
+    return [os.path.relpath(claim.path) for claim in config_claims() if claim.figure == figure]
 
 
 def claim_options(figure):
