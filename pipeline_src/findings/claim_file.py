@@ -105,6 +105,12 @@ class Claim:
     def sides(self) -> tuple[Side, ...]:
         return tuple(side for rule in self.compare for side in rule.sides)
 
+    @property
+    def across(self) -> bool:
+        """Whether its sides are runs of different configs (each names its ``config``): judged from
+        several results folders or run summaries (:mod:`pipeline_src.runs.across_folders`)."""
+        return any(side.config for side in self.sides)
+
 
 def side(entry: dict | None) -> Side | None:
     if entry is None:
@@ -186,6 +192,8 @@ def check_claim(claim: Claim) -> None:
             if (found.k_test is not None or found.K_train is not None) and not by_k:
                 raise fault(f"{where}.{label}", f"{claim.figure}'s task has no k_test or K_train")
     check_lengths(claim, fault)
+    if claim.across:
+        check_across(claim, fault)
 
 
 def check_lengths(claim: Claim, fault) -> None:
@@ -199,6 +207,29 @@ def check_lengths(claim: Claim, fault) -> None:
                     "can be judged")
     if claim.gate == "every K_train fits" and claim.compare[0].each is None:
         raise fault("gate", "every K_train fits gates a claim made for each K_train")
+
+
+def check_across(claim: Claim, fault) -> None:
+    """A claim whose sides are runs of different configs: each comparison an unpaired permutation test
+    made once, of two sides each naming its config files (not the same) and its name (not the same: the
+    verdict tells them apart by it); no gate and no length shown (each would read one config's runs)."""
+    for field in ("gate", "shown"):
+        if getattr(claim, field) not in ("none", None):
+            raise fault(field, "a claim whose sides name their config has none (it would read one config's runs)")
+    for i, rule in enumerate(claim.compare):
+        where = f"compare[{i}]"
+        if rule.test != "permutation" or rule.each is not None:
+            raise fault(f"{where}.each" if rule.each else f"{where}.test", "a comparison of runs of two configs "
+                        "compares different models once: a permutation test, without each")
+        for label in ("better", "worse"):
+            found = getattr(rule, label)
+            if not found.config:
+                raise fault(f"{where}.{label}.config", "a claim whose sides name their config names it on every side")
+            if found.name is None or (label == "worse" and found.name == rule.better.name):
+                raise fault(f"{where}.{label}.name", "name each side of a comparison across configs, each "
+                            "differently: the verdict tells them apart by name")
+        if rule.better.config == rule.worse.config:
+            raise fault(f"{where}.worse.config", "the same config files as better's: its runs would be the same")
 
 
 def load_claims(folders: tuple[Path, ...] | list[Path] = ()) -> list[Claim]:

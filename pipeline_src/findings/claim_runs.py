@@ -1,6 +1,7 @@
 """The runs and cells a claim's comparisons name in a figure's spec (:mod:`.claim_file`): each side's
 runs among those the spec trains, made once or for each K_train, neighbouring pair of K_train or k_test
-(``each``), and named as the claim names them."""
+(``each``), and named as the claim names them. A side that names its config files (``config``) takes its
+runs from that config's spec (``specs``): the same run of two configs is then two runs compared."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ RUN_NAME = "{scheme} ({variant})"  # a run's name where its side gives none
 
 @dataclass(frozen=True)
 class Cell:
-    """One side of a comparison: a run's cell (``k`` None: a task without k_test), called ``name``."""
+    """One side of a comparison: a run's cell (``k`` None: a task without k_test), called ``name``; of the
+    runs made with the config files ``config`` (None: the config judged)."""
 
     name: str
     variant: str
     scheme: str
     k: int | None = None
+    config: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,8 @@ def configured(spec: dict) -> list[tuple[str, str]]:
 
 
 def named(side: Side, variant: str, scheme: str, K: int | None = None, k: int | None = None) -> Cell:
-    return Cell((side.name or RUN_NAME).format(scheme=scheme, variant=variant, K_train=K, k_test=k), variant, scheme, k)
+    return Cell((side.name or RUN_NAME).format(scheme=scheme, variant=variant, K_train=K, k_test=k), variant, scheme, k,
+                side.config)
 
 
 def k_runs(spec: dict, side: Side) -> list[tuple[int, str, str]]:
@@ -74,14 +78,20 @@ def cell_name(rule: Rule, **fields) -> str:
     return rule.cell.format(length="{length}", **fields)
 
 
-def pairs(rule: Rule, spec: dict) -> list[Pair]:
-    """The comparisons ``rule`` makes in ``spec``, in the order a verdict lists them."""
-    runs = configured(spec)
+def side_runs(side: Side, spec: dict, specs: dict | None = None) -> list[tuple[str, str]]:
+    """The runs (variant, scheme) ``side`` selects in ``spec``, or in its own config's spec (``specs``:
+    a side's ``config`` -> the figure spec of that config) where it names one."""
+    return [run for run in configured((specs or {}).get(side.config, spec)) if side.selects(*run)]
+
+
+def pairs(rule: Rule, spec: dict, specs: dict | None = None) -> list[Pair]:
+    """The comparisons ``rule`` makes in ``spec`` (each side in its own config's spec, ``specs``, where it
+    names one), in the order a verdict lists them."""
     if rule.each is None:
-        better = [run for run in runs if rule.better.selects(*run)]
-        worse = [run for run in runs if rule.worse.selects(*run)]
+        apart = rule.better.config != rule.worse.config  # the same run of two configs: two models
         return [Pair(named(rule.better, *b, k=rule.better.k_test), named(rule.worse, *w, k=rule.worse.k_test),
-                     cell_name(rule), rule.paired) for b in better for w in worse if b != w]
+                     cell_name(rule), rule.paired)
+                for b in side_runs(rule.better, spec, specs) for w in side_runs(rule.worse, spec, specs) if b != w or apart]
     k_test = sorted(spec["k_test"])
     found = []
     if rule.each == "K_train":
@@ -136,11 +146,12 @@ def selected(claim: Claim, spec: dict) -> bool:
     return any(side.selects(*run) for side in claim.sides for run in configured(spec))
 
 
-def empty_side(claim: Claim, spec: dict) -> str:
-    """A side of a comparison made once that selects no run of ``spec``, described ("" for none)."""
+def empty_side(claim: Claim, spec: dict, specs: dict | None = None) -> str:
+    """A side of a comparison made once that selects no run of ``spec`` (of its own config's, ``specs``,
+    where it names one), described ("" for none)."""
     for rule in claim.compare:
         for side in (rule.better, rule.worse) if rule.each is None and rule.rising is None else ():
-            if not any(side.selects(*run) for run in configured(spec)):
+            if not side_runs(side, spec, specs):
                 return described(side)
     return ""
 

@@ -29,17 +29,20 @@ CORRECTIONS = {
 
 
 class Comparisons:
-    """The comparisons of one claim, made on ``runs`` as its rules ask for them."""
+    """The comparisons of one claim, made on ``runs`` (a side naming its config files: on that config's
+    runs, ``sides``) as its rules ask for them."""
 
-    def __init__(self, runs: TaskResults) -> None:
+    def __init__(self, runs: TaskResults, sides: dict[tuple[str, ...], TaskResults] | None = None) -> None:
         self.runs = runs
+        self.sides = sides or {}
         self.made: list[significance.Comparison] = []
         self.missing: list[str] = []
 
     def add(self, pair: Pair, length: int | None) -> None:
         """Test ``pair``'s better side above its worse at ``length`` (paired: the same models, seed by seed)."""
         cell = pair.cell.format(length=length)
-        a, b = (self.runs.per_seed(side.variant, side.scheme, length, side.k) for side in (pair.better, pair.worse))
+        a, b = (self.sides.get(side.config, self.runs).per_seed(side.variant, side.scheme, length, side.k)
+                for side in (pair.better, pair.worse))
         if pair.paired:
             seeds = sorted(set(a) & set(b))
             a, b = {seed: a[seed] for seed in seeds}, {seed: b[seed] for seed in seeds}
@@ -56,12 +59,15 @@ def numbers(tests: list, missing: list[str]) -> str:
     return "; ".join(shown) + "." if shown else "nothing to compare."
 
 
-def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
-    """``claim`` judged on the runs of the figure ``spec`` among the run-summary ``rows``."""
+def judge(claim: Claim, spec: dict, rows: pl.DataFrame, sides: dict | None = None) -> Finding:
+    """``claim`` judged on the runs of the figure ``spec`` among the run-summary ``rows``; a claim whose
+    sides name their config files, each side on its own config's runs (``sides``: its ``config`` -> a
+    :class:`.across.SideRuns`, the figure spec of that config and the rows of its runs)."""
     text = claim.claim(spec["task"])
     judged = scope(claim, spec, rows)
     runs = judged.runs
-    planned = [pair for rule in claim.compare for pair in claim_runs.pairs(rule, spec)]
+    specs = {config: side.spec for config, side in (sides or {}).items()}
+    planned = [pair for rule in claim.compare for pair in claim_runs.pairs(rule, spec, specs)]
     variants = [cell.variant for pair in planned for cell in (pair.better, pair.worse)]
     criterion = (f"{metric_described(runs, variants or list(spec['runs']))} {judged.described}: "
                  + " ".join(rule.says for rule in claim.compare) + " " + CORRECTIONS[claim.correction])
@@ -72,7 +78,7 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     why = judged.nothing(claim)
     if why:
         return Finding(claim.name, text, criterion, f"nothing judged: {why}.", undecided(f"no results: {why}"))
-    empty = claim_runs.empty_side(claim, spec)
+    empty = claim_runs.empty_side(claim, spec, specs)
     if empty:
         return Finding(claim.name, text, criterion, "nothing to compare.",
                        undecided(f"no results: the config trains no {empty} to compare"))
@@ -84,8 +90,9 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                            undecided("nothing learned at the training length"))
         prefix += " "
     made, missing = [], []
+    by_config = {config: scope(claim, side.spec, side.rows).runs for config, side in (sides or {}).items()}
     for length in judged.lengths:
-        tests = Comparisons(runs)
+        tests = Comparisons(runs, by_config)
         for pair in planned:
             tests.add(pair, length)
         made += tests.made

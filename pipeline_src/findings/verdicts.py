@@ -19,21 +19,28 @@ from pathlib import Path
 import polars as pl
 
 from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary, significance
+from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
 from .finding import COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
-ACROSS_CONFIGS = "its sides are runs of two configs (two results folders): not judged by lengthgen findings yet"
+ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "
+                  "(RESULTS and --also DIR, docs/claims.md)")
 JUDGES = {"seeds": judge_seeds.judge, "trends": judge_trends.judge, "targets": judge_targets.judge}
 
 
-def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "") -> Finding:
+def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", across: Across | None = None) -> Finding:
     """``claim`` judged from the spec ``spec`` of its figure (None: the config does not draw it; ``task``
-    the task it would show) and run-summary ``rows``."""
+    the task it would show) and run-summary ``rows``; a claim whose sides are runs of different configs
+    from each side's own runs (``across``), where the results given hold them."""
     task = spec.get("task", task) if spec is not None else task
-    if any(side.config for side in claim.sides):
-        return not_judged(claim.name, claim.claim(task), ACROSS_CONFIGS)
+    if claim.across:
+        if across is None or not across.sides:
+            return not_judged(claim.name, claim.claim(task), across.why if across else ACROSS_CONFIGS)
+        first = across.sides[claim.compare[0].better.config]
+        row = judge_seeds.judge(claim, first.spec, first.rows, across.sides)
+        return replace(row, numbers=f"{across.read_from()} {row.numbers}", deciding=deciding(row, claim))
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)
