@@ -60,17 +60,23 @@ def summary_rows(config: dict, summary: Path) -> pl.DataFrame:
     return rows
 
 
-def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None) -> list[judged.Finding]:
+def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None,
+             across: dict | None = None) -> list[judged.Finding]:
     """The claims of ``config`` (:func:`pipeline_src.findings.claim_file.claims_of`, or ``claims``)
-    judged from the run-summary ``rows``."""
+    judged from the run-summary ``rows``; a claim whose sides are runs of different configs from each
+    side's runs (``across``: claim name -> :class:`pipeline_src.findings.across.Across`), where given."""
     claims = claims_of(config) if claims is None else claims
     specs = figure_specs(config, claims)
-    return [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1]) for claim in claims]
+    across = across or {}
+    return [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1], across.get(claim.name))
+            for claim in claims]
 
 
-def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list]) -> list[judged.Finding]:
+def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list],
+          across: dict | None = None) -> list[judged.Finding]:
     """``found`` with, for each claim judged, whether it predates the results of its figure (``made``:
-    figure -> :class:`pipeline_src.findings.preregistration.Made` of each table judged)."""
+    figure -> :class:`pipeline_src.findings.preregistration.Made` of each table judged), or, for a claim
+    across configs (``across``), the results of both its sides."""
     from dataclasses import replace
 
     from ..findings.finding import NOT_CONFIGURED_CRITERION
@@ -79,7 +85,8 @@ def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list
     rows = []
     for row, claim in zip(found, claims):
         if row.criterion != NOT_CONFIGURED_CRITERION and "no results" not in row.verdict:
-            when = written(claim.path, made.get(claim.figure, []), claim.registered)
+            sides = (across or {}).get(claim.name)
+            when = written(claim.path, sides.made if sides else made.get(claim.figure, []), claim.registered)
             row = replace(row, written=when.line, post_hoc=when.predates is False)
         rows.append(row)
     return rows
@@ -124,15 +131,16 @@ def put_in_readme(readme: Path, table: str) -> None:
 
 def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary: Path | None = None,
            export: Path | None = None, keep_others: bool = False, markdown_file: Path | None = None,
-           readme: Path | None = None, claim_folders: tuple[Path, ...] = ()) -> str:
+           readme: Path | None = None, claim_folders: tuple[Path, ...] = (), also: tuple = ()) -> str:
     """``lengthgen findings``: the findings of the config (``config/config.yaml`` with each of
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
     ``keep_others``, ``export``'s earlier rows of the tasks without tables under ``results`` are kept
-    and judged too (figures run in separate sittings). Tables made with another config are a
-    :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a :class:`NoResults`,
-    before anything is judged or written."""
+    and judged too (figures run in separate sittings). The claims whose sides are runs of different
+    configs are judged from the results given and ``also``'s (:mod:`.across_folders`). Tables made with
+    another config are a :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
+    :class:`NoResults`, before anything is judged or written."""
     from ..config.load import load_config
     from ..findings.preregistration import check_registered, summary_made, tables_made
     from ..storage.atomic import write_text
@@ -140,6 +148,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     config = with_claims(load_config(configfiles), claim_folders)
     claims = claims_of(config)  # every claim file checked before any table is read
     check_registered(claims)
+    across = sides_across(claims, results, configfiles, from_summary, also)
     if from_summary is None:
         from .judged_config import check
 
@@ -153,7 +162,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         made = {claim.figure: summary_made(from_summary, claim.figure) for claim in claims}
     if keep_others and export is not None and export.is_file():
         rows = run_summary.merged(summary_rows(config, export), rows)
-    found = dated(findings(config, rows, claims), claims, made)
+    found = dated(findings(config, rows, claims, across), claims, made, across)
     if export is not None:
         run_summary.write(rows, export)
     if markdown_file is not None:
@@ -161,6 +170,18 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if readme is not None:
         put_in_readme(readme, judged.as_markdown(found))
     return judged.as_text(found)
+
+
+def sides_across(claims: list[Claim], results: Path | None, configfiles: tuple[Path, ...],
+                 from_summary: Path | None, also: tuple) -> dict:
+    """The claims across configs as the results judged (``results``, or ``from_summary`` made with
+    ``configfiles``) and ``also``'s sources hold them ({} without ``also``: one source holds one config's runs)."""
+    from .across_folders import Source, resolve
+
+    if not also:
+        return {}
+    main = Source(results) if from_summary is None else Source(from_summary, tuple(configfiles))
+    return resolve(claims, [main, *also])
 
 
 def with_claims(config: dict, folders: tuple[Path, ...]) -> dict:

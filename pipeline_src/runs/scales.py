@@ -10,9 +10,13 @@ A scales file is a YAML list; each entry one column of the README's findings tab
       configfiles: []                    # the --configfile(s) the run was made with (from the project root)
       device: 2 cores of an AMD EPYC (AVX2)
       date: "2026-11-26"                 # when its runs were made
+      also:                              # optional: summaries of the same scale made with other configs
+        - summary: other_run.csv         # for the claims whose sides are runs of two configs (docs/claims.md)
+          configfiles: [config/mid.yaml]
 
-Each summary is judged with its own config, exactly as ``--from-summary`` judges it. A scale whose
-summary does not exist yet shows as :data:`NO_RESULTS`, never as a verdict.
+Each summary is judged with its own config, exactly as ``--from-summary`` judges it; with ``also``, as
+``--from-summary`` with ``--also SUMMARY=CONFIGFILES`` for each (:mod:`.across_folders`). A scale any of
+whose summaries does not exist yet shows as :data:`NO_RESULTS`, never as a verdict.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
 DETAILS = ("finding", "written", "criterion", "numbers", "verdict")  # the columns of a scale's table on the page
 FIELDS = {"name": str, "short": str, "summary": str, "configfiles": list, "device": str, "date": str}
+ALSO = {"summary": str, "configfiles": list}  # each of a scale's optional ``also``
 
 
 class ScalesError(ValueError):
@@ -45,11 +50,18 @@ class Scale:
     configfiles: tuple[Path, ...]
     device: str
     date: str
+    also: tuple = ()  # (summary, configfiles) of each summary of the scale made with another config
 
     def made(self) -> str:
         """"device, date, config files": what the scale's runs were made on and with."""
-        config = " ".join(str(path) for path in ("config/config.yaml", *self.configfiles))
-        return f"{self.device}, {self.date}, {config}"
+        def files(configfiles) -> str:
+            return " ".join(str(path) for path in ("config/config.yaml", *configfiles))
+        also = "".join(f"; {summary.name}: {files(configfiles)}" for summary, configfiles in self.also)
+        return f"{self.device}, {self.date}, {files(self.configfiles)}{also}"
+
+    @property
+    def summaries(self) -> list[Path]:
+        return [self.summary, *(summary for summary, _ in self.also)]
 
     def described(self) -> str:
         """"name: device, date, config files" for the heading of the scale's numbers."""
@@ -74,11 +86,12 @@ def read(path: Path) -> list[Scale]:
                 raise ScalesError(f"{where}: no field {field!r}")
             if not isinstance(entry[field], kind):
                 raise ScalesError(f"{where}: {field} is {entry[field]!r}, not a {kind.__name__}")
-        unknown = sorted(set(entry) - set(FIELDS))
+        unknown = sorted(set(entry) - set(FIELDS) - {"also"})
         if unknown:
-            raise ScalesError(f"{where}: unknown field {unknown[0]!r} (a scale has {', '.join(FIELDS)})")
+            raise ScalesError(f"{where}: unknown field {unknown[0]!r} (a scale has {', '.join(FIELDS)}, also)")
         scales.append(Scale(entry["name"], entry["short"], Path(path).parent / entry["summary"],
-                            tuple(Path(file) for file in entry["configfiles"]), entry["device"], entry["date"]))
+                            tuple(Path(file) for file in entry["configfiles"]), entry["device"], entry["date"],
+                            also_of(entry.get("also", []), Path(path), where)))
     for field in ("name", "short"):
         names = [getattr(scale, field) for scale in scales]
         repeated = next((name for name in names if names.count(name) > 1), None)
@@ -87,21 +100,37 @@ def read(path: Path) -> list[Scale]:
     return scales
 
 
+def also_of(entries, path: Path, where: str) -> tuple:
+    """A scale's ``also`` (a list of summary and configfiles), checked field by field."""
+    if not isinstance(entries, list):
+        raise ScalesError(f"{where}: also is {entries!r}, not a list of {', '.join(ALSO)}")
+    found = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or set(entry) != set(ALSO) or not all(
+                isinstance(entry[field], kind) for field, kind in ALSO.items()):
+            raise ScalesError(f"{where}: also {number}: {entry!r} is not a mapping of {', '.join(ALSO)} "
+                              "(a string and a list)")
+        found.append((path.parent / entry["summary"], tuple(Path(file) for file in entry["configfiles"])))
+    return tuple(found)
+
+
 def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Finding] | None:
-    """The claims of ``scale``'s summary judged with its config (and ``claim_folders``' claims); None: no
-    summary yet."""
+    """The claims of ``scale``'s summary judged with its config (and ``claim_folders``' claims), those
+    across configs with its ``also`` too; None: some summary not made yet."""
     from ..config.load import load_config
     from ..findings.claim_file import claims_of
     from ..findings.preregistration import check_registered, summary_made
-    from .run_findings import dated, findings, summary_rows, with_claims
+    from .across_folders import Source
+    from .run_findings import dated, findings, sides_across, summary_rows, with_claims
 
-    if not scale.summary.is_file():
+    if not all(summary.is_file() for summary in scale.summaries):
         return None
     config = with_claims(load_config(scale.configfiles), claim_folders)
     claims = claims_of(config)
     check_registered(claims)
+    across = sides_across(claims, None, scale.configfiles, scale.summary, tuple(Source(*also) for also in scale.also))
     made = {claim.figure: summary_made(scale.summary, claim.figure) for claim in claims}
-    return dated(findings(config, summary_rows(config, scale.summary), claims), claims, made)
+    return dated(findings(config, summary_rows(config, scale.summary), claims, across), claims, made, across)
 
 
 def cell(row: judged.Finding) -> str:
@@ -150,7 +179,8 @@ def as_page(scales: list[Scale], found: list[list[judged.Finding] | None], comma
     for scale, judged_ in zip(scales, found):
         lines += ["", f"## {scale.name}", "", f"The column {scale.short}: {scale.made()}.", ""]
         if judged_ is None:
-            lines.append(f"{NO_RESULTS}: {scale.summary.name} is not committed.")
+            absent = [summary.name for summary in scale.summaries if not summary.is_file()]
+            lines.append(f"{NO_RESULTS}: {' and '.join(absent)} {'is' if len(absent) == 1 else 'are'} not committed.")
             continue
         run = [row for row in judged_ if row.criterion != NOT_CONFIGURED_CRITERION]
         lines.append(judged.as_markdown(run, columns=DETAILS))

@@ -73,14 +73,21 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
               help="Also put that Markdown table between the findings markers of this file (README.md).")
 @click.option("--claims", "claim_folders", multiple=True, type=click.Path(path_type=Path),
               help="Also judge the claim files (*.yaml) of this folder beside the paper's (docs/claims.md); repeat.")
+@click.option("--also", "also_given", multiple=True, metavar="DIR|SUMMARY=CONFIGFILES",
+              help="For the claims whose sides are runs of two configs (a side's config): also this results "
+                   "folder, or this run summary with the config files it was made with, comma-separated; each "
+                   "side is judged from the one results given that were made with its config (docs/claims.md); "
+                   "repeat.")
 def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: Path | None, scales: Path | None,
              export: Path | None, keep_others: bool, markdown_file: Path | None, readme: Path | None,
-             claim_folders: tuple[Path, ...]) -> None:
+             claim_folders: tuple[Path, ...], also_given: tuple[str, ...]) -> None:
     """Judge the paper's four findings from the result tables under RESULTS (default: results) of the
     config's runs, or from a run summary: per finding its claim, the criterion, the numbers compared
     and the verdict. Tables whose provenance records another config stop it first, in one line naming
-    the table, the field and the --configfile to pass where a shipped config matches."""
+    the table, the field and the --configfile to pass where a shipped config matches. A claim whose
+    sides are runs of two configs is judged with --also: each side from the results made with its config."""
     from ..planning.paths import RESULTS
+    from .across_folders import AcrossError, also
     from .judged_config import ConfigMismatch
     from .run_findings import NoResults, report
     from ..findings.claim_file import ClaimError
@@ -91,17 +98,18 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     if keep_others and export is None:
         raise click.UsageError("--keep-others keeps rows of the --export file: give --export")
     if scales is not None:
-        if results is not None or from_summary is not None or configfiles or export is not None:
-            raise click.UsageError("--scales judges the summaries its file names, each with its own config: "
-                                   "give no RESULTS, --from-summary, --configfile or --export with it")
+        if results is not None or from_summary is not None or configfiles or export is not None or also_given:
+            raise click.UsageError("--scales judges the summaries its file names, each with its own config (and "
+                                   "its also): give no RESULTS, --from-summary, --configfile, --export or --also with it")
         return _judged_scales(scales, markdown_file, readme, claim_folders)
     results = results or Path(RESULTS)
     if from_summary is None and not results.is_dir():
         raise click.BadParameter(f"{results}: no such folder", param_hint="RESULTS")
     try:
+        sources = tuple(also(value) for value in also_given)
         click.echo(report(results, configfiles, from_summary=from_summary, export=export, keep_others=keep_others,
-                          markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
-    except (ConfigMismatch, NoResults, SummaryError, ClaimError) as err:
+                          markdown_file=markdown_file, readme=readme, claim_folders=claim_folders, also=sources))
+    except (ConfigMismatch, NoResults, SummaryError, ClaimError, AcrossError) as err:
         raise click.ClickException(str(err)) from None
 
 
@@ -109,12 +117,13 @@ def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None
                    claim_folders: tuple[Path, ...]) -> None:
     from ..config.layers import ConfigError
     from . import scales as across
+    from .across_folders import AcrossError
     from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
 
     try:
         click.echo(across.report(scales, markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
-    except (across.ScalesError, SummaryError, ConfigError, ClaimError) as err:
+    except (across.ScalesError, SummaryError, ConfigError, ClaimError, AcrossError) as err:
         raise click.ClickException(str(err)) from None
 
 
