@@ -428,6 +428,16 @@ def recorded_runs(results, config: dict) -> None:
     """Figure 2's accuracy tables and Figure 4's influence table, each with the provenance records
     ``config``'s jobs give it: the evaluation's, and upstream the evaluation set's and the model's
     (small stand-in files with their own records)."""
+    recorded_tables(results, config)
+    rng = np.random.default_rng(0)
+    influence_table(config, results, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
+    write_sidecar(paths.under(results, paths.INFLUENCE),
+                  build_record("language_influence", "language_eval", lang.influence_spec(config)))
+
+
+def recorded_tables(results, config: dict, accuracy=lambda cell: flat(0.5)) -> None:
+    """Figure 2's accuracy tables of ``config``'s runs, each cell's ``accuracy(cell)`` (a function of k
+    and length), with the provenance records of :func:`recorded_runs`."""
     for cell in jobs.cells(config, F2_TASK):
         chain = {job.rule: job for job in cell_jobs(config, cell)}
         inputs = {}
@@ -437,14 +447,10 @@ def recorded_runs(results, config: dict) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"stand-in")
             write_sidecar(path, build_record(rule, job.stage, job.spec, task=F2_TASK))
-        write_run(results, config, F2_TASK, cell["variant"], cell["scheme"], cell["seed"], flat(0.5))
+        write_run(results, config, F2_TASK, cell["variant"], cell["scheme"], cell["seed"], accuracy(cell))
         evaluate = chain["evaluate"]
         write_sidecar(paths.under(results, evaluate.artifact),
                       build_record("evaluate", evaluate.stage, evaluate.spec, inputs=inputs, task=F2_TASK))
-    rng = np.random.default_rng(0)
-    influence_table(config, results, rng.uniform(0.5, 0.9, 8), rng.uniform(0.3, 0.7, 8))
-    write_sidecar(paths.under(results, paths.INFLUENCE),
-                  build_record("language_influence", "language_eval", lang.influence_spec(config)))
 
 
 # --- an accuracy table of parity with a scratchpad (test_tables.py) -------------------------------
