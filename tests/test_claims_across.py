@@ -27,6 +27,7 @@ WITH = ("config/mid_parity.yaml", "config/attention_scale.yaml", "config/gpu_win
 WITHOUT = ("config/mid_parity.yaml", "config/gpu_window_ssmax.yaml")
 COMPARED = r"ppc with scalable softmax (\S+) vs ppc without (\S+) at length (\d+) \(8 and 8 seeds\): .*?p = ([\d.e-]+)"
 OLD = 1_577_836_800  # 2020-01-01: before any commit of the claim
+SSMAX = (REPO / CLAIM).read_text()
 
 
 def ppc_at(level: float):
@@ -165,6 +166,17 @@ def test_a_folder_without_the_sides_runs_stops_in_one_line_naming_it(folders, in
                     "('ppc with scalable softmax'), though made with its config")
 
 
+def test_two_sides_whose_configs_make_the_same_runs_stop_in_one_line(folders, in_repo, tmp_path):
+    """Config files in another order that layer to the same config: both sides would read one folder."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "same.yaml").write_text(SSMAX.replace("name: ssmax_reach", "name: same").replace(
+        "config: [config/mid_parity.yaml, config/gpu_window_ssmax.yaml]",
+        "config: [config/mid_parity.yaml, config/gpu_window_ssmax.yaml, config/attention_scale.yaml]"))
+    line = error(findings(folders / "without", WITHOUT, "--also", folders / "with", "--claims", tmp_path / "mine"))
+    assert line == (f"{tmp_path / 'mine' / 'same.yaml'}: field compare[0].worse.config: {folders / 'with'} was made "
+                    "with it and with better's config alike: the two configs make the same runs")
+
+
 def test_a_summary_given_without_its_config_files_stops_in_one_line(folders, in_repo, tmp_path):
     summaries = exported(folders, tmp_path)
     line = error(findings(None, WITHOUT, "--from-summary", summaries["without"], "--also", summaries["with"]))
@@ -175,8 +187,6 @@ def test_without_also_the_claim_reads_no_results_as_before(folders, in_repo):
     found = judged(findings(folders / "with", WITH))
     assert found.startswith("ssmax_reach: undecided: no results: its sides are runs of two configs"), found
 
-
-SSMAX = (REPO / CLAIM).read_text()
 
 
 @pytest.mark.parametrize("edit, field", [

@@ -94,7 +94,8 @@ class Sources:
 
         if source.configfiles is not None:
             made = self.config(source.configfiles, f"{source}'s config files")
-            return expected_values(made, study_of(figure), figure), []
+            drawn = figure in study_of(figure).figures(made)
+            return expected_values(made, study_of(figure), figure) if drawn else {}, []
         tables = figure_inputs(config, figure, source.path)
         return upstream_values(tables, paths.locate_under(source.path), paths.same_job), tables
 
@@ -141,7 +142,7 @@ def why_not(made: dict, tables: list[Path], source: Source, expected: tuple[dict
     if source.configfiles is None and not tables:
         return f"no table of its {figure}"
     if not made:
-        return "its tables record no config"
+        return "its tables record no config" if source.configfiles is None else f"its config files draw no {figure}"
     return difference(made, *expected, study.train_rule)
 
 
