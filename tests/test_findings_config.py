@@ -40,6 +40,21 @@ def test_a_smaller_configs_results_judged_without_it_stop_with_one_line_naming_i
     assert line.endswith(f"these results look like {SMOKE}'s: pass --configfile {SMOKE}"), line
 
 
+def test_a_two_file_layerings_hint_is_a_command_that_judges_them(tmp_path, in_repo):
+    """Results of two shipped files layered: the hint names one --configfile per file (lengthgen takes
+    one file per option), and those options, as written, judge the results."""
+    recorded_runs(tmp_path, load_config([SMOKE, "config/attention_scale.yaml"]))
+    done = findings(tmp_path, SMOKE)
+    assert done.exit_code == 1, done.output
+    line = done.output.strip()
+    assert 'made with train model.attention_scale="log_length", the config says unset' in line, line
+    options = line.rpartition(": pass ")[2].split()
+    assert options[0::2] == ["--configfile", "--configfile"], line
+    assert sorted(options[1::2]) == sorted(["config/attention_scale.yaml", SMOKE]), line
+    judged = CliRunner().invoke(main, ["findings", str(tmp_path), *options])
+    assert judged.exit_code == 0, judged.output
+
+
 def test_with_the_configfile_they_were_made_with_they_are_judged(tmp_path, in_repo):
     recorded_runs(tmp_path, load_config([SMOKE]))
     done = findings(tmp_path, SMOKE)

@@ -100,11 +100,11 @@ def shipped_match(accepts: Callable[[dict], bool], given: tuple[Path, ...] | Non
 
 def layering_text(layering: tuple[Path, ...]) -> tuple[str, str]:
     """A shipped layering as a reader names it (``config/config.yaml``, or its files) and the
-    option that runs it (``no --configfile``, or ``--configfile`` and its files)."""
+    options that judge it (``no --configfile``, or one ``--configfile`` per file: lengthgen's
+    commands take one file per option)."""
     if not layering:
         return str(BASE_CONFIG), "no --configfile"
-    files = " ".join(str(path) for path in layering)
-    return files, f"--configfile {files}"
+    return " ".join(str(path) for path in layering), " ".join(f"--configfile {path}" for path in layering)
 
 
 def figure_match(figure: str, record: dict) -> tuple[Path, ...] | None:
