@@ -159,7 +159,7 @@ def test_a_lost_mechanism_table_makes_the_cell_stale(workdir):
     assert status_rows("config/tiny.yaml")[0]["note"] == f"evaluate: {table} missing"
 
 
-def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
+def test_a_diverged_cell_and_a_failed_training_are_named_with_its_last_logged_step(workdir):
     """Seed 1 with a huge learning rate diverges: recorded, evaluated without accuracy, shown as
     diverged with its step. A job that left only its log (failed) points to that log."""
     huge = override("huge.yaml", {"sparse_parity": {"train": {"lr": 1.0e3, "checkpoint_every": 2}}})
@@ -179,6 +179,23 @@ def test_a_diverged_cell_and_a_failed_training_are_named(workdir):
     log.parent.mkdir(parents=True)
     log.write_text("Traceback ...\n")
     assert status_rows("config/tiny.yaml")[1]["note"] == f"training failed or still running: see {log}"
+    log.write_text("\n".join(["steps: 12000", *progress_lines(12000, (7800, 7900), seconds_per_window=8.0), ""]))
+    assert status_rows("config/tiny.yaml")[1]["note"] == (
+        f"training failed or still running (last logged step 7900 of 12000, eta 328 s): see {log}")
+
+
+def progress_lines(total: int, steps: tuple[int, ...], seconds_per_window: float) -> list[str]:
+    """The lines the training loop prints (its own ``_report``) at ``steps``, 100 steps a window."""
+    from pipeline_src.training.run_state import LOG_SCHEMA
+    from pipeline_src.training.train import _report
+
+    said: list[str] = []
+    log = [[step, 0.04, 0.99, float("nan"), 3.6e-4, 1.0, seconds_per_window * step / 100]
+           for step in range(1, max(steps) + 1)]
+    assert len(log[0]) == len(LOG_SCHEMA)
+    for step in steps:
+        _report(said.append, log[:step], 100, total)
+    return said
 
 
 def test_unfinished_cells_lists_diverged_cells_and_jobs_that_left_only_a_log(tmp_path):

@@ -18,8 +18,9 @@ A cell whose accuracy table rests on a file adopted as it is (``lengthgen adopt`
 ``rests_on_adopted``) says so first in its note, naming the files.
 
 A missing cell whose training (or evaluation) log exists but whose model (or accuracy table) does
-not is noted as failed or running, with the log's path: after a ``--keep-going`` run, the cells
-that failed.
+not is noted as failed or running, with the log's path and, for a training, the last step its log
+reports (:mod:`pipeline_src.training.progress_line`): after a ``--keep-going`` run, the cells that
+failed; during a run, how far each training has got.
 
 The expected config subsets come from the same builders (:mod:`pipeline_src.planning.jobs`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
@@ -38,6 +39,7 @@ from ..planning import jobs
 from ..planning import paths
 from ..storage.canonical import config_hash
 from ..storage.provenance import flat_fields, read_record
+from ..training.progress_line import last_progress
 from ..tasks import get_task
 from ..planning.cell_jobs import Job, cell_jobs
 from .adoption import rests_on
@@ -141,7 +143,8 @@ def _progress(chain: list[Job], cell: dict) -> str:
         return f"{trained}; evaluation failed or still running: see {log}" if log.exists() else f"{trained}, not evaluated"
     log = Path(paths.log(paths.train_job(**cell)))
     if log.exists():
-        return f"training failed or still running: see {log}"
+        where = last_progress(log)
+        return f"training failed or still running{f' ({where})' if where else ''}: see {log}"
     return f"has {' and '.join(done)}" if done else "nothing run"
 
 
