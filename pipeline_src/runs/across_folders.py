@@ -24,7 +24,7 @@ from ..findings import run_summary
 from ..findings.across import Across, SideRuns
 from ..findings.claim_file import Claim, Side
 from ..planning import paths
-from .landing import expected_values, value_differences, values_text
+from .landing import difference_text, expected_values, value_differences, values_text
 
 NONE_MADE = "none of the results given was made with the config of either side"
 
@@ -128,8 +128,9 @@ def difference(made: dict, expected: dict, always: dict, first_rule: str) -> str
     """The first config value the results record (``made``) that the side's config (``expected``) does not
     give, or field it gives every job of a recorded rule (``always``) that they do not record, in words
     ("" for none)."""
-    for rule, key, values, allowed in value_differences(made, expected, first_rule):
-        return f"made with {rule} {key}={values_text(values)}, the side's config says {values_text(allowed) or 'unset'}"
+    differences = value_differences(made, expected, first_rule)
+    if differences:
+        return difference_text(differences[0], "the side's config")
     for rule in made:
         for key in sorted(always.get(rule, set()) - set(made[rule])):
             return f"made with {rule} {key} unset, the side's config says {values_text(expected[rule][key])}"

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..planning import paths
-from .landing import expected_values, figure_differences, value_differences, values_text
+from .landing import difference_text, expected_values, figure_differences, value_differences
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..storage.provenance import upstream_values
 from ..findings.claim_file import claims_of
@@ -68,9 +68,7 @@ def first_difference(config: dict, results: Path) -> tuple[dict[str, list[Path]]
             made_with = upstream_values([table], locate, paths.same_job)
             differences = value_differences(made_with, expected, study.train_rule)
             if differences:
-                rule, key, values, allowed = differences[0]
-                return tables, (Path(table), f"{table}: made with {rule} {key}={values_text(values)}, "
-                                             f"the config says {values_text(allowed) or 'unset'}")
+                return tables, (Path(table), f"{table}: {difference_text(differences[0])}")
     return tables, None
 
 

@@ -70,6 +70,12 @@ def value_differences(made_with: dict[str, dict[str, list]], expected: dict[str,
     return found
 
 
+def difference_text(difference: tuple[str, str, list, list], whose: str = "the config") -> str:
+    """One of :func:`value_differences` in words: "made with train model.d_mlp=64, the config says 256"."""
+    rule, key, values, allowed = difference
+    return f"made with {rule} {key}={values_text(values)}, {whose} says {values_text(allowed) or 'unset'}"
+
+
 def figure_differences(config: dict, study: Study, figure: str, record: dict, limit: int = 4) -> list[str]:
     """How ``figure`` of ``study`` (its provenance ``record``) differs from what ``config`` would
     make: its spec, then each upstream value the figure recorded that ``config`` does not give its
