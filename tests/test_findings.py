@@ -622,6 +622,32 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
     assert set(run_summary.read(summary)["task"]) == {F2_TASK}
 
 
+
+def test_keep_others_adds_seeds_trained_in_another_sitting_and_replaces_those_retrained(tmp_path, monkeypatch):
+    """Seeds trained apart (one machine's session each): an export with --keep-others replaces the rows
+    of the models (task, run, seed) RESULTS has tables for and keeps the file's rows of the others, the
+    same figure's other seeds included."""
+    monkeypatch.chdir(REPO)
+    config = default_config()
+    summary = tmp_path / "run.csv"
+    write_all_four(tmp_path / "all", config)
+    exported(tmp_path / "all", (), summary)
+    before = run_summary.read(summary)
+    first, *later = config[F1_TASK]["seeds"]
+    retrained = copy.deepcopy(config)
+    retrained[F1_TASK]["seeds"] = later
+    for variant, k_train in k_variants(config):  # the later seeds again, now at chance everywhere
+        write_seeds(tmp_path / "later", retrained, F1_TASK, variant, F1_SCHEME, [lambda k, length: 0.5] * len(later))
+    done = CliRunner().invoke(main, ["findings", str(tmp_path / "later"), "--export", str(summary), "--keep-others"])
+    assert done.exit_code == 0, done.output
+    after = run_summary.read(summary)
+    model = (pl.col("task") == F1_TASK) & pl.col("seed").is_in(later)
+    assert after.filter(~model).equals(before.filter(~model))  # the first seed and every other figure kept
+    assert after.filter(pl.col("task") == F1_TASK)["seed"].unique().sort().to_list() == config[F1_TASK]["seeds"]
+    assert after.filter(model)["value"].unique().to_list() == [0.5]
+    assert not before.filter(model)["value"].is_in([0.5]).all()
+
+
 # --- F1': F1's comparisons across lengths, on fresh seeds ---
 
 F1_FRESH_FROM = claim("F1'").seeds_from

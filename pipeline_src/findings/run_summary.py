@@ -33,6 +33,7 @@ from ..language.language_jobs import LANGUAGE  # the task label of Figure 4's ro
 SCHEMA = {"task": pl.String, "variant": pl.String, "scheme": pl.String, "seed": pl.Int64, "k": pl.Int32,
           "length": pl.Int32, "metric": pl.String, "value": pl.Float64}
 ORDER = ["task", "variant", "scheme", "seed", "k", "length", "metric"]  # rows sorted so: a rewrite is byte-identical
+MODEL = ORDER[:4]  # a synthetic task's trained model: its rows go together
 OWN, OTHER = "own", "other"
 GAIN_COLUMNS = {OWN: "sparse_loss", OTHER: "other_loss"}  # the influence table's loss column of each
 GAIN_METRICS = ("n_targets", "median", "ci_low", "ci_high")
@@ -147,9 +148,14 @@ def check_made_with(rows: pl.DataFrame, spec: dict, source: Path) -> None:
 
 
 def merged(earlier: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    """``rows``, with ``earlier``'s rows of every task ``rows`` has none of (figures run apart)."""
-    kept = earlier.filter(~pl.col("task").is_in(rows["task"].unique().to_list()))
-    return canonical(pl.concat([kept, rows]))
+    """``rows``, with ``earlier``'s rows of every model ``rows`` has none of: a synthetic task's runs
+    (:data:`MODEL`: task, variant, scheme, seed) trained in another sitting, its whole figure or some of
+    its seeds; Figure 4's rows, whose seed column holds a target, by task alone (the figure run apart)."""
+    fresh = set(rows.select(MODEL).iter_rows())
+    language_fresh = LANGUAGE in rows["task"].to_list()
+    apart = [not language_fresh if model[0] == LANGUAGE else model not in fresh
+             for model in earlier.select(MODEL).iter_rows()]
+    return canonical(pl.concat([earlier.filter(pl.Series(apart, dtype=pl.Boolean)), rows]))
 
 
 def write(rows: pl.DataFrame, path: Path) -> None:

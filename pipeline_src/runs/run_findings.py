@@ -136,8 +136,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     ``configfiles`` merged over it) judged from the tables under ``results`` or from the run summary
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
-    ``keep_others``, ``export``'s earlier rows of the tasks without tables under ``results`` are kept
-    and judged too (figures run in separate sittings). The claims whose sides are runs of different
+    ``keep_others``, ``export``'s earlier rows of the models without tables under ``results`` are kept
+    and judged too (figures, or a figure's seeds, run in separate sittings: :func:`.run_summary.merged`). The claims whose sides are runs of different
     configs are judged from the results given and ``also``'s (:mod:`.across_folders`). Tables made with
     another config are a :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
     :class:`NoResults`, before anything is judged or written."""

@@ -65,8 +65,8 @@ def table(inputs: tuple[Path, ...], metric: str) -> None:
               help="Also write the numbers judged to this file as a run summary (CSV), e.g. "
                    "docs/findings/default_run.csv.")
 @click.option("--keep-others", "keep_others", is_flag=True,
-              help="With --export: keep that file's rows of the findings RESULTS has no tables for (figures "
-                   "run in separate sittings), and judge them too.")
+              help="With --export: keep that file's rows of the models RESULTS has no tables for (figures, "
+                   "or a figure's seeds, run in separate sittings), and judge them too.")
 @click.option("--markdown", "markdown_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the findings to this file as a Markdown table.")
 @click.option("--readme", type=click.Path(exists=True, dir_okay=False, path_type=Path),
