@@ -29,13 +29,15 @@ def config():
     return config
 
 
-def f1r(config, value, seeds=FRESH) -> judged.Finding:
-    """F1r judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``."""
+def f1r(config, value, seeds=FRESH, there=None) -> judged.Finding:
+    """F1r judged from run-summary rows whose every value is ``value(K_train, k_test, length, seed)``, of the
+    ``there`` seeds (default all ``seeds``) of each K_train (``there``: K_train -> seeds)."""
     config[F1_TASK]["seeds"] = seeds
+    there = there or {}
     spec = jobs.figure_spec(config, "figure1")
     metric = get_task(F1_TASK).headline_metric(next(iter(spec["runs"])))
     rows = [(F1_TASK, f"k{K}", F1R.compare[0].rising.scheme, seed, k, length, metric, value(K, k, length, seed))
-            for K in K_TRAIN for seed in seeds for length in config[F1_TASK]["eval"]["lengths"]
+            for K in K_TRAIN for seed in there.get(K, seeds) for length in config[F1_TASK]["eval"]["lengths"]
             for k in K_TEST if k <= length // 2]
     return judged.judge(F1R, spec, pl.DataFrame(rows, schema=run_summary.SCHEMA, orient="row"))
 
@@ -87,6 +89,19 @@ def test_only_fresh_seeds_are_judged(config):
     seen = f1r(config, paper_like(200), seeds=list(range(8)))
     assert seen.verdict == (f"{judged.UNDECIDED}: no results: no seed from {F1R.seeds_from} on "
                             "(earlier verdicts and pilots saw the seeds below)")
+
+
+def test_nothing_is_tested_before_every_k_train_has_every_judged_seed(config):
+    """Seeds trained in several sittings: a summary holding some of them judges no trend yet (nor the
+    fit gate on a few seeds), and names the K_train short of seeds; a diverged seed (null) counts as missing."""
+    first = FRESH[:2]
+    found = f1r(config, paper_like(200), there={K: first for K in K_TRAIN[1:]})
+    assert found.verdict == (f"{judged.UNDECIDED}: no results: seeds judged not all there (K_train 6 2 of 8, "
+                             "K_train 8 2 of 8, K_train 10 2 of 8, K_train 12 2 of 8)"), found.verdict
+    assert not found.comparisons and found.numbers.startswith("nothing judged")
+    diverged = f1r(config, lambda K, k, length, seed: None if (K, seed) == (12, FRESH[-1]) else
+                   paper_like(200, unlearned=10)(K, k, length, seed))
+    assert diverged.verdict.endswith("no results: seeds judged not all there (K_train 12 7 of 8)"), diverged.verdict
 
 
 def test_fewer_than_three_k_train_judge_nothing(config):

@@ -3,7 +3,8 @@ per K_train, accuracy falls as k_test grows (one model's cells: Page's L test, e
 k_test, accuracy rises with K_train (different models: Jonckheere-Terpstra, a permutation p). A comparison
 holds when its p at some judged length is at most alpha / (lengths judged); reproduced when all hold;
 contradicted when some reverse p is at most alpha / (every test made); undecided otherwise. Gated, where
-the claim says so, on every K_train having learned every k_test <= K_train at the training length."""
+the claim says so, on every K_train having learned every k_test <= K_train at the training length. Nothing
+is tested before every K_train has every judged seed (seeds trained in several sittings add up first)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                  + " ".join(rule.says for rule in claim.compare) + " "
                  + CORRECTION.format(alpha=significance.ALPHA)
                  + (GATE.format(fits=FITS) if claim.gate == "every K_train fits" else ""))
-    why = judged.nothing(claim) or (f"fewer than {TREND_GROUPS} K_train trained" if len(trained) < TREND_GROUPS else "")
+    why = (judged.nothing(claim) or (f"fewer than {TREND_GROUPS} K_train trained" if len(trained) < TREND_GROUPS else "")
+           or seeds_missing(runs, trained, judged.seeds))
     if why:
         return Finding(claim.name, text, criterion, f"nothing judged: {why}.", undecided(f"no results: {why}"))
     unlearned = (k_train_not_learned(runs, trained, sorted(spec["k_test"])) if claim.gate == "every K_train fits"
@@ -49,6 +51,14 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
         return Finding(claim.name, text, criterion, numbers, undecided(f"not learned at the training length: {unlearned}"),
                        tests)
     return Finding(claim.name, text, criterion, numbers, verdict(family, missing), tests)
+
+
+def seeds_missing(runs: TaskResults, trained: list[tuple[int, str, str]], seeds: list[int]) -> str:
+    """The K_train of ``trained`` without a value of every judged seed (a run trained in several sittings,
+    not all in yet: no trend is tested before all its seeds are), with how many they have; "" if none."""
+    short = [f"K_train {K} {len(have)} of {len(seeds)}" for K, variant, scheme in trained
+             if len(have := runs.seeds_with(variant, scheme)) < len(seeds)]
+    return f"seeds judged not all there ({', '.join(short)})" if short else ""
 
 
 def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> tuple[dict[str, list[Trend]], list[str]]:

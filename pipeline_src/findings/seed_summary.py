@@ -92,6 +92,11 @@ class TaskResults:
                                   & (pl.col("length") == length) & k_match).sort("seed")
         return dict(zip(found["seed"].to_list(), found["value"].to_list()))
 
+    def seeds_with(self, variant: str, scheme: str) -> list[int]:
+        """The seeds of the run with a value in some cell (a diverged seed's are null: left out)."""
+        mine = self._rows.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
+        return sorted(mine["seed"].unique().to_list())
+
     def beyond(self, factor: float) -> int | None:
         """The shortest evaluated length at least ``factor`` times the training length (None: none)."""
         return next((length for length in self.lengths if length >= factor * self.train_max), None)
