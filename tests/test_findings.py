@@ -599,15 +599,20 @@ def test_a_scales_file_with_a_bad_entry_is_refused_in_one_line_naming_it(tmp_pat
     assert f"scales.yaml: {message}" in done.output
 
 
-def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own(tmp_path, monkeypatch):
-    """Figures run in separate sittings: an export with --keep-others replaces the rows of the figures
-    it has tables for and keeps the earlier rows of the others; without it, only its own."""
-    monkeypatch.chdir(REPO)
+def every_figure_exported(tmp_path):
+    """The default config, a summary exported from tables of every finding, and that summary's rows."""
     config = default_config()
     summary = tmp_path / "run.csv"
     write_all_four(tmp_path / "all", config)
     exported(tmp_path / "all", (), summary)
-    before = run_summary.read(summary)
+    return config, summary, run_summary.read(summary)
+
+
+def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own(tmp_path, monkeypatch):
+    """Figures run in separate sittings: an export with --keep-others replaces the rows of the figures
+    it has tables for and keeps the earlier rows of the others; without it, only its own."""
+    monkeypatch.chdir(REPO)
+    config, summary, before = every_figure_exported(tmp_path)
     write_f2(tmp_path / "f2", config, 0.1, 0.8)  # F2 again, now the other way
     done = CliRunner().invoke(main, ["findings", str(tmp_path / "f2"), "--export", str(summary), "--keep-others"])
     assert done.exit_code == 0, done.output
@@ -622,17 +627,12 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
     assert set(run_summary.read(summary)["task"]) == {F2_TASK}
 
 
-
 def test_keep_others_adds_seeds_trained_in_another_sitting_and_replaces_those_retrained(tmp_path, monkeypatch):
     """Seeds trained apart (one machine's session each): an export with --keep-others replaces the rows
     of the models (task, run, seed) RESULTS has tables for and keeps the file's rows of the others, the
     same figure's other seeds included."""
     monkeypatch.chdir(REPO)
-    config = default_config()
-    summary = tmp_path / "run.csv"
-    write_all_four(tmp_path / "all", config)
-    exported(tmp_path / "all", (), summary)
-    before = run_summary.read(summary)
+    config, summary, before = every_figure_exported(tmp_path)
     first, *later = config[F1_TASK]["seeds"]
     retrained = copy.deepcopy(config)
     retrained[F1_TASK]["seeds"] = later
