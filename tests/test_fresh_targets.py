@@ -36,7 +36,9 @@ def draw(spec: dict, candidates: int = SMOLLM2_CANDIDATES) -> set[int]:
 
 
 def spec(*layers: str) -> dict:
-    return language_jobs.influence_spec(load_config([CONFIG / name for name in layers]))
+    """The analysis's spec of the config ``layers`` (of its first part, less the part, where it has parts)."""
+    first = language_jobs.job_specs(load_config([CONFIG / name for name in layers]))["language_influence"][0]
+    return {k: v for k, v in first.items() if k != "part"}
 
 
 def test_the_deciding_draw_shares_no_target_with_the_pilot_or_the_hour_run():

@@ -18,6 +18,7 @@ recorded in the tables' provenance.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -29,7 +30,7 @@ from ..storage import datasets
 from ..storage.atomic import check_writable
 from . import lm, pretrained
 from .influence import influential_tokens
-from .influence_config import InfluenceConfig
+from .influence_config import InfluenceConfig, part_span
 from .influence_table import influence_schema, screening
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
 from .targets import select_targets, target_contexts
@@ -152,7 +153,9 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     if threads:
         torch.set_num_threads(threads)
     device = resolve_device(spec.get("device") if device is None else device)
-    cfg = InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device")})
+    cfg = InfluenceConfig.from_dict({k: v for k, v in spec.items() if k not in ("hf_model", "device", "part")})
+    part = spec.get("part")  # {index, of}: this job analyses one part of the draw (absent: the whole draw)
+    span = None if part is None else part_span(cfg.n_targets, cfg.batch_size, part["index"], part["of"])
     check_writable(out)  # found before the analysis runs
     if hf_model is not None:
         model = load_hf_model(hf_model).to(device)
@@ -171,12 +174,17 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
         raise datasets.DataError(f"{err}\n(the token IDs must be below the model's vocabulary size {vocab_size}: "
                                  "build the token stream with the model's own tokenizer.json)") from None
     targets = select_targets(frame, cfg)
-    result = influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device,
+    which = "" if span is None else f" (part {part['index']} of {part['of']}: {_span_words(span, cfg.n_targets)})"
+    started = time.monotonic()  # each progress line says how long the analysis has run (lengthgen status reads it)
+    result = influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device, part=span,
                                 progress=lambda done, total, detail: say(
-                                    f"influential tokens: {done}/{total}" + (f"; {detail}" if detail else "")))
+                                    f"influential tokens{which}: {done}/{total} after {time.monotonic() - started:.0f} s"
+                                    + (f"; {detail}" if detail else "")))
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
                           scheme=None if model_dir is None else description["scheme"])
     record["device"] = describe_device(device)
+    if span is not None:
+        record["part"] = {**part, "first_target": span.start, "stop_target": span.stop, "drawn": cfg.n_targets}
     screened = None if cfg.screen_gain is None else screening(result, cfg.screen_gain)
     if screened is not None:
         record["screening"] = screened
@@ -188,6 +196,10 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     datasets.write(result, out, influence_schema(cfg), record)
     say(_summary_line(result, cfg, screened))
     return result
+
+
+def _span_words(span: slice, drawn: int) -> str:
+    return f"targets {span.start + 1} to {span.stop} of the {drawn} drawn"
 
 
 def _summary_line(result: pl.DataFrame, cfg: InfluenceConfig, screened: dict | None) -> str:

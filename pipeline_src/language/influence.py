@@ -281,11 +281,14 @@ def _lists(matrix, cast, dtype, n: int, analysed: np.ndarray | None) -> pl.Serie
 
 
 def result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_loss, sparse, chosen,
-                 random_loss, other_loss, analysed: np.ndarray | None = None) -> pl.DataFrame:
+                 random_loss, other_loss, analysed: np.ndarray | None = None,
+                 drawn: pl.DataFrame | None = None) -> pl.DataFrame:
     """The analysis' table (:func:`.influence_table.influence_schema`): per target of ``targets``
-    its losses, picks and null baselines (``donors``: the rows of the other-context donors). With
-    ``analysed`` (a screened analysis: the rows of the targets the per-k matrices belong to), the
-    column ``screened_out`` marks the other targets, whose per-k lists hold nulls."""
+    its losses, picks and null baselines (``donors``: the rows of the other-context donors in
+    ``drawn``, the whole draw, by default ``targets``). With ``analysed`` (a screened analysis: the rows
+    of the targets the per-k matrices belong to), the column ``screened_out`` marks the other targets,
+    whose per-k lists hold nulls."""
+    drawn = targets if drawn is None else drawn
     long_loss, short_loss = np.asarray(long_loss, dtype=np.float64), np.asarray(short_loss, dtype=np.float64)
     n = targets.height
 
@@ -302,8 +305,8 @@ def result_frame(targets: pl.DataFrame, donors: np.ndarray, long_loss, short_los
         "key_token": pl.Series(key_token(long_loss, short_loss), dtype=pl.Boolean),
         "random_loss": losses(random_loss),
         "other_loss": losses(other_loss),
-        "other_doc": targets["doc"].cast(pl.Int64).gather(donors),
-        "other_t": targets["t"].cast(pl.Int32).gather(donors),
+        "other_doc": drawn["doc"].cast(pl.Int64).gather(donors),
+        "other_t": drawn["t"].cast(pl.Int32).gather(donors),
     })
     if analysed is None:
         return frame
@@ -367,7 +370,7 @@ def _joined(parts: list[Anchors]) -> Anchors:
 def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFrame, cfg: InfluenceConfig,
                        *, device: str | torch.device = "cpu", logits_fn: LogitsFn | None = None,
                        progress: ProgressFn | None = print_progress, report_every: int = 100,
-                       report_seconds: float = 60.0) -> pl.DataFrame:
+                       report_seconds: float = 60.0, part: slice | None = None) -> pl.DataFrame:
     """Losses and influential far tokens of every target (batched); see the module docstring.
 
     ``model``: our Decoder or any module/callable ``model(tokens, position_ids) -> logits``
@@ -378,15 +381,20 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     ends ``report_seconds`` or more after the last call, at the end, and within a group every
     ``report_seconds`` (a pretrained model takes seconds a target; None: silent). With
     ``cfg.screen_gain`` set, every target's L_long and L_short come first, and only the targets gaining
-    more than it are analysed (:func:`screen_targets`). Returns a frame matching
-    :func:`.influence_table.influence_schema`, one row per target in the order of ``targets``.
+    more than it are analysed (:func:`screen_targets`). ``part``: the rows of ``targets`` to analyse (a
+    part of the draw, :func:`.influence_config.part_span`), each with the donor and random draws of its
+    row in the whole draw; None: every row. Returns a frame matching
+    :func:`.influence_table.influence_schema`, one row per target (of ``part``) in the order of ``targets``.
     """
     if report_every < 1:
         raise InfluenceError(f"report_every must be >= 1, got {report_every}")
+    drawn, part = targets, slice(None) if part is None else part
     contexts, target_tokens = target_contexts(targets, cfg)
     donors = other_targets(targets)
     others = with_other_far_tokens(contexts, donors, cfg.far)
     draws = random_draws(len(target_tokens), cfg)
+    targets, contexts, target_tokens, donors, others, draws = (
+        whole[part] for whole in (targets, contexts, target_tokens, donors, others, draws))
     reports = Reports(progress, len(target_tokens), report_every, report_seconds)
     fn = reports.counting(logits_fn if logits_fn is not None else as_logits_fn(model, device))
     screen = None
@@ -409,4 +417,4 @@ def influential_tokens(model: "nn.Module | Callable | None", targets: pl.DataFra
     per_k = {key: np.concatenate([part[key] for part in parts]) if parts else np.zeros((0, cfg.k_max))
              for key in PER_K}
     return result_frame(targets, donors, every.long_loss, every.short_loss, *(per_k[key] for key in PER_K),
-                        analysed=None if screen is None else analysed)
+                        analysed=None if screen is None else analysed, drawn=drawn)

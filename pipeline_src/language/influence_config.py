@@ -62,3 +62,17 @@ class InfluenceConfig(Declared):
         return self.context - self.local
 
 
+def part_span(n_targets: int, batch_size: int, index: int, of: int) -> slice:
+    """The targets (rows of the whole draw) of part ``index`` (1..``of``) of a draw of ``n_targets``
+    analysed in ``of`` parts: consecutive groups of ``batch_size`` targets (the groups the analysis of
+    the whole draw works in, so a part's L_long and L_short come from the very forwards of the whole),
+    as evenly shared as whole groups allow. The parts, in order, cover the draw end to end."""
+    groups = -(-n_targets // batch_size)
+    if not 1 <= of <= groups:
+        raise InfluenceError(f"parts={of}: a draw of {n_targets} targets in groups of batch_size={batch_size} has "
+                             f"{groups} group(s), and each part needs one at least (1 to {groups} parts)")
+    if not 1 <= index <= of:
+        raise InfluenceError(f"part index={index}: the parts of this draw are 1 to {of}")
+    start, stop = ((i * groups // of) * batch_size for i in (index - 1, index))
+    return slice(start, min(stop, n_targets))
+

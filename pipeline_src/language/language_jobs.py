@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..planning.devices import device_setting
 from ..model_config import model_config
+from .influence_config import part_span
 
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
@@ -155,17 +156,32 @@ def eval_spec(config: dict) -> dict:
                         **_draw(analysis, ("n_targets", "seed"))}}
 
 
-def influence_spec(config: dict) -> dict:
+def influence_spec(config: dict, part: int | None = None) -> dict:
     """The influential-token analysis: the fields of :class:`pipeline_src.language.influence_table.InfluenceConfig`
     plus ``hf_model`` (a local Hugging Face model folder, or null for our ``main`` model) and
     ``device``. Where ``analysis.screen`` is true, ``screen_gain``: the figure's gain threshold, the one
-    the findings count gaining targets by (absent or false: no such field, the spec of before screening)."""
+    the findings count gaining targets by (absent or false: no such field, the spec of before screening).
+    Where the draw is analysed in parts (:func:`parts`), the spec of part ``part`` (1..parts) adds
+    ``part``: {index, of}."""
     section = _section(config)
     analysis = section["analysis"]
     screen = {"screen_gain": section["figure"]["gain_threshold"]} if analysis.get("screen") else {}
+    if (part is None) != (parts(config) == 1):
+        raise LanguageConfigError(f"the influence analysis is in {parts(config)} part(s); part {part} is none of them")
+    which = {} if part is None else {"part": {"index": part, "of": parts(config)}}
     return {"context": section["context"], "local": section["local"], "device": device_setting(config),
             **_draw(analysis, ("k_max", "selection", "n_targets", "seed", "batch_size", "null_draws", "hf_model")),
-            **screen}
+            **screen, **which}
+
+
+def parts(config: dict) -> int:
+    """How many parts (jobs) the influence analysis's draw is analysed in: ``analysis.parts``, or 1."""
+    return _section(config)["analysis"].get("parts") or 1
+
+
+def influence_parts(config: dict) -> list[int | None]:
+    """The parts of the influence analysis (1..parts), or [None]: the whole draw in one job."""
+    return [None] if parts(config) == 1 else list(range(1, parts(config) + 1))
 
 
 def _draw(analysis: dict, keys: tuple[str, ...]) -> dict:
@@ -178,7 +194,8 @@ def _draw(analysis: dict, keys: tuple[str, ...]) -> dict:
 def job_specs(config: dict) -> dict[str, list[dict]]:
     """The spec of every language job of ``config``, by rule (as their records name it)."""
     return {"language_corpus": [corpus_spec(config)], "language_train": [train_spec(config, m) for m in models(config)],
-            "language_eval": [eval_spec(config)], "language_influence": [influence_spec(config)]}
+            "language_eval": [eval_spec(config)],
+            "language_influence": [influence_spec(config, part) for part in influence_parts(config)]}
 
 
 def figure_spec(config: dict, figure: str) -> dict:
@@ -219,6 +236,11 @@ def check(config: dict) -> None:
     if section["analysis"]["k_max"] > far:
         raise LanguageConfigError(f"language.analysis.k_max={section['analysis']['k_max']} exceeds the "
                                   f"{far} far tokens (context - local)")
+    analysis = section["analysis"]
+    try:
+        part_span(analysis["n_targets"], analysis["batch_size"], 1, parts(config))
+    except ValueError as err:
+        raise LanguageConfigError(f"language.analysis.{err}") from None
     if pose_enabled(config):
         if pose_target_length(config) <= short_context(config):
             raise LanguageConfigError(f"language.pose.target_length={pose_target_length(config)} must exceed the "

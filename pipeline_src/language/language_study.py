@@ -73,12 +73,13 @@ class LanguageStudy(Study):
         return lang.figure_spec(config, figure)
 
     def figure_tables(self, config: dict, figure: str) -> list[str]:
-        """Figure 4 reads the influence table; our PoSE figure also every model's evaluation tables."""
+        """Figure 4 reads the influence table (or its parts'); our PoSE figure also every model's evaluation tables."""
+        influence = [paths.influence_table(part) for part in lang.influence_parts(config)]
         if figure == FIGURE4:
-            return [paths.INFLUENCE]
+            return influence
         evaluated = [paths.language_eval_outputs(lm) for lm in lang.evaluated_models(config)]
         return ([tables["positions"] for tables in evaluated] + [tables["targets"] for tables in evaluated]
-                + [paths.INFLUENCE])
+                + influence)
 
     def made_from(self, config: dict, figure: str) -> list[str]:
         """The tables, the token stream and tokenizer, and the models: the analysed one (none for a

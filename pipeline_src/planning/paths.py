@@ -156,6 +156,24 @@ LANGUAGE = f"{RESULTS}/language"
 TOKENIZER = f"{LANGUAGE}/tokenizer.json"
 TOKENS = f"{LANGUAGE}/tokens.parquet"
 INFLUENCE = f"{LANGUAGE}/influence.parquet"
+INFLUENCE_PART = ".part{index}"  # in the name of one part's table, log and benchmark: influence.part3.parquet
+INFLUENCE_PARTS = f"{LANGUAGE}/influence{{part}}.parquet"  # the rule's output: {part} is "" or ".part3"
+PART_PATTERN = r"(\.part[1-9][0-9]*)?"
+
+
+def influence_table(part: int | None = None) -> str:
+    """The influence analysis's table: the whole draw's (``part`` None), or part ``part``'s (1..parts)."""
+    return INFLUENCE_PARTS.format(part="" if part is None else INFLUENCE_PART.format(index=part))
+
+
+def influence_job(part: str = "{part}") -> str:
+    """The influence analysis's job name (log and benchmark): ``part`` as the rule's wildcard holds it."""
+    return f"{LANGUAGE_INFLUENCE_JOB}{part}"
+
+
+def part_of(wildcard: str) -> int | None:
+    """The part (1..parts) the rule's ``{part}`` wildcard names, or None: the whole draw."""
+    return int(wildcard.removeprefix(".part")) if wildcard else None
 
 
 def language_train_outputs(lm="{lm}") -> dict[str, str]:

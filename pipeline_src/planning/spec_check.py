@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from ..config.schema import ConfigSchemaError, check
-from ..language.influence_config import InfluenceConfig, InfluenceError
+from ..language.influence_config import InfluenceConfig, InfluenceError, part_span
 from ..model_config import ModelConfig, model_config
 from ..tasks import get_task
 from . import jobs
@@ -115,7 +115,13 @@ def lm_eval(spec: dict) -> None:
 
 def influence(spec: dict) -> None:
     _schema(spec, schemas.influence_spec())
-    _influence_rules({name: value for name, value in spec.items() if name not in ("device", "hf_model")}, "")
+    cfg = _influence_rules({name: value for name, value in spec.items() if name not in ("device", "hf_model", "part")},
+                           "")
+    if "part" in spec:  # one part of the draw: its index among the parts, the parts among the draw's groups
+        try:
+            part_span(cfg.n_targets, cfg.batch_size, spec["part"]["index"], spec["part"]["of"])
+        except InfluenceError as err:
+            raise SpecError(f"spec field part: {err}") from None
 
 
 def _schema(spec: dict, schema: dict) -> None:
@@ -134,11 +140,11 @@ def _fields(where: str = ""):
         raise SpecError(f"spec field {err}{where}") from None
 
 
-def _influence_rules(fields: dict, prefix: str) -> None:
+def _influence_rules(fields: dict, prefix: str) -> InfluenceConfig:
     """The influence analysis's own rules (:class:`InfluenceConfig`: far tokens left, k_max among
-    them) of ``fields``, the spec's fields under ``prefix``."""
+    them) of ``fields``, the spec's fields under ``prefix``; the config they make."""
     try:
-        InfluenceConfig(**fields)
+        return InfluenceConfig(**fields)
     except InfluenceError as err:
         raise SpecError(f"spec field {prefix}{str(err).removeprefix('InfluenceConfig.')}") from None
 

@@ -190,8 +190,11 @@ def lm_eval_spec() -> dict:
 def influence_spec() -> dict:
     """``lengthgen influence``: :func:`~pipeline_src.language.language_jobs.influence_spec`; the
     analysis's parameters take their defaults where absent. The config's ``analysis.screen`` enters
-    as ``screen_gain``, the figure's gain threshold (absent: no screening)."""
-    drawn = [name for name in part("language", "analysis")["properties"] if name != "screen"]
+    as ``screen_gain``, the figure's gain threshold (absent: no screening); its ``analysis.parts``, as
+    ``part`` ({index, of}) in each part's spec (absent: the whole draw)."""
+    drawn = [name for name in part("language", "analysis")["properties"] if name not in ("screen", "parts")]
+    parts = part("language", "analysis", "parts")
     fields = {"context": part("language", "context"), "local": part("language", "local"), "device": part("device"),
-              **analysis(*drawn), "screen_gain": part("language", "figure", "gain_threshold")}
+              **analysis(*drawn), "screen_gain": part("language", "figure", "gain_threshold"),
+              "part": block({"index": {"type": "integer", "minimum": 1}, "of": parts})}
     return spec(fields, tuple(name for name in fields if name not in ("context", "local")))

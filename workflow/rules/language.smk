@@ -88,10 +88,12 @@ rule language_influence:
         model=lambda wc: influence_model_input(config),
         tokens=paths.TOKENS,
     output:
-        paths.INFLUENCE,
+        paths.INFLUENCE_PARTS,  # the whole draw's table, or one part's (language.analysis.parts)
+    wildcard_constraints:
+        part=paths.PART_PATTERN,
     params:
         rule="language_influence",
-        spec=spec_param(lambda wc: lang.influence_spec(config)),
+        spec=spec_param(lambda wc: lang.influence_spec(config, paths.part_of(wc.part))),
         # the analysed model's scheme code (none for a Hugging Face model)
         code=lambda wc: stage_digest("language_eval", scheme=lang.SCHEMES.get(lang.analysed_model(config))),
         model=lambda wc, input: influence_model_option(config, input.model),
@@ -102,9 +104,9 @@ rule language_influence:
     conda:
         "../envs/lengthgen.yaml"
     log:
-        paths.log(paths.LANGUAGE_INFLUENCE_JOB),
+        paths.log(paths.influence_job()),
     benchmark:
-        paths.benchmark(paths.LANGUAGE_INFLUENCE_JOB)
+        paths.benchmark(paths.influence_job())
     shell:
         "lengthgen influence --rule {params.rule} --spec {params.spec:q} --threads {threads}"
         " {params.model} --tokens {input.tokens} --out {output} 2> {log}"
