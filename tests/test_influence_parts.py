@@ -11,14 +11,18 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from pipeline_src.figures import figure4
+from pipeline_src.findings import run_summary, summary_parts, verdicts
 from pipeline_src.language import influence as inf
 from pipeline_src.language import language_jobs
 from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
-from pipeline_src.language.influence_table import PER_K
+from pipeline_src.language.influence_table import PER_K, influence_schema
 from pipeline_src.planning import paths, spec_check
 from pipeline_src.planning.spec_check import SpecError
+from pipeline_src.provenance.records import build_record
+from pipeline_src.storage import datasets
 from tests.conftest import default_config
-from tests.helpers import SMALL, one_thread_per_module, random_model, small_targets
+from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets
 
 one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
 
@@ -96,3 +100,86 @@ def test_more_parts_than_groups_are_refused_naming_the_field():
         **analysis, "parts": 2}}}, 1), "part": {"index": 3, "of": 2}}
     with pytest.raises(SpecError, match="spec field part: part index=3"):
         spec_check.influence(spec)
+
+
+# --- the summary, sitting by sitting ----------------------------------------------------------------
+
+def written_parts(cfg: InfluenceConfig, of: int, tmp_path) -> list:
+    """Each part's table of the small draw (``of`` parts), written with the record its job gives it."""
+    written = []
+    for index in range(1, of + 1):
+        span = part_span(cfg.n_targets, cfg.batch_size, index, of)
+        path = tmp_path / f"influence.part{index}.parquet"
+        record = build_record("language_influence", "language_eval", {"selection": cfg.selection})
+        record["part"] = {"index": index, "of": of, "first_target": span.start, "stop_target": span.stop,
+                          "drawn": cfg.n_targets}
+        datasets.write(analysed(cfg, span), path, influence_schema(cfg), record)
+        written.append(path)
+    return written
+
+
+def figure_spec(cfg: InfluenceConfig, threshold: float) -> dict:
+    return {"context": cfg.context, "local": cfg.local, "k_max": cfg.k_max, "gain_threshold": threshold,
+            "n_boot": 200, "seed": 0, "plot": "scatter"}
+
+
+def numbers(rows: pl.DataFrame) -> pl.DataFrame:
+    """Figure 4's numbers in ``rows``: every row but the parts' own."""
+    return rows.filter(~pl.col("metric").str.starts_with("part.") & ~pl.col("metric").str.starts_with("target."))
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers(whole, tmp_path, screen):
+    """Exported a part at a time and merged (``--keep-others``), the summary withholds Figure 4's claims
+    until the last part is in, then holds the whole draw's numbers: unscreened, value for value."""
+    cfg, plain = whole
+    gain = (plain["short_loss"] - plain["long_loss"]).to_numpy()
+    threshold = float(np.quantile(gain[gain > 0], 0.3))
+    if screen:
+        cfg = InfluenceConfig(**{**cfg.to_dict(), "screen_gain": threshold})
+    spec = figure_spec(cfg, threshold)
+    tables = written_parts(cfg, 3, tmp_path)
+    summary = run_summary.empty()
+    for index, table in enumerate([tables[2], tables[0], tables[1]]):  # the sittings in any order
+        fresh = run_summary.language_rows(spec, [table])
+        summary = summary_parts.completed(run_summary.merged(summary, fresh), spec)
+        partly = summary_parts.withheld(summary)
+        if index < 2:
+            assert partly.startswith("parts of the draw not all there (part") and numbers(summary).height == 0
+            assert "no results: parts of the draw not all there" in verdicts.judge(
+                claim("F4"), spec, summary, "").verdict
+    assert partly is None
+    whole_rows = run_summary.language_rows(spec, tables)  # all the parts at once, as the figure job reads them
+    assert_frame_equal(summary, whole_rows, check_exact=True)
+    if screen:
+        whole_frame = analysed(cfg)
+        assert numbers(summary)["metric"].to_list() == run_summary.frame_rows(spec, whole_frame)["metric"].to_list()
+        np.testing.assert_allclose(numbers(summary)["value"].to_numpy(),
+                                   run_summary.frame_rows(spec, whole_frame)["value"].to_numpy(), rtol=0, atol=1e-6)
+    else:
+        assert_frame_equal(numbers(summary), run_summary.frame_rows(spec, plain), check_exact=True)
+    for written in (summary_parts.frame_of(summary, cfg.k_max),):
+        assert written.height == cfg.n_targets
+
+
+def test_the_figure_reads_the_parts_end_to_end_and_refuses_a_part_missing(whole, tmp_path):
+    cfg, plain = whole
+    tables = written_parts(cfg, 3, tmp_path)
+    spec = figure_spec(cfg, 0.1)
+    assert_frame_equal(figure4.read_influence(tables[::-1], spec), plain, check_exact=True)
+    with pytest.raises(InfluenceError, match=r"the draw's part 2 of 3 not there \(there: parts 1 and 3 of 3\)"):
+        figure4.read_influence([tables[0], tables[2]], spec)
+    with pytest.raises(InfluenceError, match="part 1 again"):
+        figure4.read_influence([tables[0], tables[0], tables[1], tables[2]], spec)
+
+
+def test_parts_of_another_draw_or_a_whole_draw_are_not_merged_into_a_summary(whole, tmp_path):
+    cfg, _ = whole
+    spec = figure_spec(cfg, 0.1)
+    three = run_summary.language_rows(spec, written_parts(cfg, 3, tmp_path / "three")[:1])
+    two = run_summary.language_rows(spec, written_parts(cfg, 2, tmp_path / "two")[:1])
+    with pytest.raises(run_summary.SummaryError, match="part.of = 3, these of one with 2"):
+        run_summary.merged(three, two, "summary.csv")
+    whole_rows = run_summary.frame_rows(spec, analysed(cfg))
+    with pytest.raises(run_summary.SummaryError, match="rows there are a whole draw's, these parts'"):
+        run_summary.merged(whole_rows.with_columns(task=pl.lit("language")), two, "summary.csv")

@@ -22,7 +22,7 @@ import polars as pl
 from ..storage.provenance import read_record
 from ..language.influence_summary import recovered_gain
 from ..language.influence_config import SCREENED_OUT, InfluenceConfig
-from ..language.influence_table import read_influence as read_table
+from ..language.influence_parts import read_whole
 from .shared import grid_figure, save_figure, suptitle
 
 
@@ -46,14 +46,15 @@ def selection_of(path: Path) -> str | None:
         return None
 
 
-def read_influence(path: Path, spec: dict):
-    return read_table(path, InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"]))
+def read_influence(paths: list[Path], spec: dict):
+    """The whole draw's influence table: its own, or its parts' end to end (:mod:`.influence_parts`)."""
+    return read_whole(paths, InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"]))
 
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure4") -> None:
-    if len(inputs) != 1:
-        raise ValueError(f"figure4 takes one influence table, got {len(inputs)} inputs")
-    frame = read_influence(inputs[0], spec)
+    if not inputs:
+        raise ValueError("figure4 takes the influence table (or its parts'), got no inputs")
+    frame = read_influence(inputs, spec)
     k_max, threshold = spec["k_max"], spec["gain_threshold"]
     shown = frame.filter(~pl.col(SCREENED_OUT)) if SCREENED_OUT in frame.columns else frame  # those with a loss at k
     short, long = shown["short_loss"].to_numpy(), shown["long_loss"].to_numpy()

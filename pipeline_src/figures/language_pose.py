@@ -40,13 +40,13 @@ def read_inputs(inputs: list[Path], spec: dict) -> tuple[pl.DataFrame, pl.DataFr
         if "position" in columns:
             by_position.append(datasets.read(path, LossByPositionSchema))
         elif "sparse_loss" in columns:
-            analysed.append(read_influence(path, spec))
+            analysed.append(path)
         else:
             targets.append(datasets.read(path, TargetLossSchema))
-    if len(analysed) != 1 or not by_position or not targets:
-        raise ValueError("language_pose needs loss-by-position and target-loss tables and one influence table; "
-                         f"got {len(by_position)}, {len(targets)} and {len(analysed)}")
-    return pl.concat(by_position), pl.concat(targets), analysed[0]
+    if not analysed or not by_position or not targets:
+        raise ValueError("language_pose needs loss-by-position and target-loss tables and the influence table (or "
+                         f"its parts'); got {len(by_position)}, {len(targets)} and {len(analysed)}")
+    return pl.concat(by_position), pl.concat(targets), read_influence(analysed, spec)
 
 
 def bootstrap_median(values: np.ndarray, n_boot: int, rng: np.random.Generator, level: float = 0.95):

@@ -15,7 +15,7 @@ import math
 
 import polars as pl
 
-from . import run_summary, significance
+from . import run_summary, significance, summary_parts
 from .claim_file import Claim
 from .finding import Finding, undecided
 
@@ -34,6 +34,9 @@ def gaining(claim: Claim, rows: pl.DataFrame, k: int, threshold: float, criterio
     def stop(numbers: str, why: str) -> tuple[Finding, int, str]:
         return Finding(claim.name, claim.claim(), criterion, numbers, undecided(why)), 0, ""
 
+    partly = summary_parts.withheld(rows)
+    if partly is not None:  # a draw in parts is judged whole or not at all
+        return stop(partly, f"no results: {partly}")
     analysed = run_summary.targets(rows)
     if analysed is None:
         return stop("no influence table", "no results: no influence table")

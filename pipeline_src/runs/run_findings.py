@@ -161,7 +161,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         rows = summary_rows(config, from_summary)
         made = {claim.figure: summary_made(from_summary, claim.figure) for claim in claims}
     if keep_others and export is not None and export.is_file():
-        rows = run_summary.merged(summary_rows(config, export), rows)
+        rows = completed(config, run_summary.merged(summary_rows(config, export), rows, export))
     found = dated(findings(config, rows, claims, across), claims, made, across)
     if export is not None:
         run_summary.write(rows, export)
@@ -170,6 +170,18 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     if readme is not None:
         put_in_readme(readme, judged.as_markdown(found))
     return judged.as_text(found)
+
+
+def completed(config: dict, rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with Figure 4's numbers of a draw in parts made anew from the parts they hold
+    (:func:`pipeline_src.findings.summary_parts.completed`; nothing to do for a whole draw's rows)."""
+    from ..findings.summary_parts import completed as with_numbers
+    from ..studies import study_of
+
+    study = study_of(LANGUAGE_FIGURE)
+    if LANGUAGE_FIGURE not in study.figures(config):
+        return rows
+    return with_numbers(rows, study.figure_spec(config, LANGUAGE_FIGURE))
 
 
 def sides_across(claims: list[Claim], results: Path | None, configfiles: tuple[Path, ...],

@@ -208,7 +208,9 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
            results: Path | None) -> None:
     """Print every experiment cell of the config (task, variant, scheme, seed) with its state and
     headline accuracy, one aligned row per cell. Run it from the pipeline's working directory.
-    (The natural-language analysis is not listed.)
+    Below them, the natural-language analysis's influence job (or each part's, with
+    language.analysis.parts): done (with its drawn, screened-out and analysed targets), stale, running
+    (targets analysed so far, about how long is left, from its log) or missing.
 
     \b
     States:
@@ -243,6 +245,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
     from ..config.layers import ConfigError
     from ..config.load import load_config
     from .cell_status import config_status, format_status
+    from .language_status import language_status
 
     if not estimate and (cores is not None or results is not None):
         raise click.UsageError("--cores and --results go with --estimate")
@@ -266,6 +269,8 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
 
     width = None if wide else shutil.get_terminal_size((120, 24)).columns
     click.echo(format_status(config_status(config, list(tasks) or None), width))
+    if not tasks and (language := language_status(config)):
+        click.echo("\n" + language)
 
 
 def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: Path | None) -> None:
