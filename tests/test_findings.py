@@ -561,13 +561,14 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     lines = done.output.splitlines()
     f2 = lines.index(next(line for line in lines if line.startswith("F2 ")))
     assert lines[f2].split()[1:3] == ["CPU", "reproduced"]
-    assert lines[f2 + 1].split()[:2] == ["smoke", "undecided:"] and "one seed per run" in lines[f2 + 1]
+    assert lines[f2 + 1].split()[:8] == ["smoke", "rehearsal,", "not", "evidence:", "the", "code", "path", "gives"]
+    assert lines[f2 + 1].split()[8] == "undecided:" and "one seed per run" in lines[f2 + 1]  # the smoke config rehearses
     assert lines[f2 + 2].split() == ["GPU", "no", "results", "yet"]
     assert "== smoke: a CPU, 2026-11-26, config/config.yaml config/smoke.yaml" in done.output
     page = (tmp_path / "table.md").read_text()
     table = page[page.index("| finding | cpu | smoke | gpu |"):]
     f2_row = next(line for line in table.splitlines() if line.startswith("| F2 |")).split(" | ")
-    assert f2_row[1].startswith("reproduced (p <= ") and f2_row[2] == "undecided (p = 1)" and f2_row[3] == "no results yet |"
+    assert f2_row[1].startswith("reproduced (p <= ") and f2_row[2] == "rehearsal, not evidence (the code path: undecided, p = 1)" and f2_row[3] == "no results yet |"
     assert page.count("\n| finding | written | criterion | numbers | verdict |") == 2  # the criteria and numbers of each scale judged
     assert "## GPU\n\nThe column gpu: a CPU, 2026-11-26, config/config.yaml.\n\nno results yet" in page
 

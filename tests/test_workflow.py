@@ -17,7 +17,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from pipeline_src.cli import main
 from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, changed_files, copy_workflow,
                            finished_files, planned_blocks, planned_jobs, snakemake, write_override)
 
@@ -190,7 +192,7 @@ def test_each_job_records_the_name_of_its_rule(pipeline):
 
 
 @pytest.mark.e2e
-def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline):
+def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline, monkeypatch):
     """The report as a person sees it (rendered by a headless browser): a landing page led by the
     findings' verdicts and comparisons, with labelled entries for the code version, libraries and
     unfinished cells, every figure made with this config; captions stating what each figure was made
@@ -203,9 +205,17 @@ def test_report_landing_page_and_captions_read_as_intended_in_a_browser(pipeline
     page = rendered_text(pipeline / "report.html")
     first, landing = page.split("Code and libraries", 1)
     findings = first.split("The paper's findings, judged from this run's tables", 1)[1]  # the page leads with them
-    for name in ("F1", "F2", "F3", "F4"):
-        assert re.search(rf"{name}: (reproduced|contradicted|undecided: .+?) \(the claim: ", findings), name
+    for name in ("F1", "F2", "F3", "F4"):  # the smoke config's runs rehearse the code path, and say so
+        assert re.search(rf"{name}: rehearsal, not evidence: the code path gives (reproduced|contradicted|undecided: "
+                         r".+?) \(the claim: ", findings), name
     assert "p = " in findings and "seeds)" in findings  # the comparisons' numbers
+    monkeypatch.chdir(pipeline)  # the records name their inputs relative to the run's folder
+    told = CliRunner().invoke(main, ["findings", "results", "--configfile", "config/smoke.yaml"])
+    verdicts = [line for line in told.output.splitlines() if re.match(r"F\d'?\w*: ", line)]
+    assert told.exit_code == 0 and len(verdicts) >= 4, told.output
+    assert all(": rehearsal, not evidence: the code path gives " in line for line in verdicts), verdicts
+    caption = (pipeline / "results/figures/figure1.caption.rst").read_text()
+    assert ": rehearsal, not evidence: the code path gives " in caption and "**F1: reproduced" not in caption
     assert f"git commit: {code_version()['git_commit']}" in landing
     assert re.search(r"uncommitted changes: (yes|no) ", landing)
     assert re.search(r"library versions: python 3\.[\d.]+; torch \S+; numpy", landing)

@@ -232,6 +232,8 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
 @click.option("--claim", "claim_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="With --caption: a claim file whose verdict the caption states (repeat; default: the shipped "
                    "claims drawn in FIGURE).")
+@click.option("--rehearsal", is_flag=True, help="With --caption: the runs rehearse the code path (the config's "
+              "rehearsal): each verdict the caption states is labelled 'rehearsal, not evidence'.")
 @companion_figure("mechanism", "dir", click.Path(exists=True, file_okay=False, path_type=Path),
                   "the mechanism tables in this folder (`lengthgen evaluate --mechanism-dir`); repeat, one folder "
                   "per model of INPUTS")
@@ -239,7 +241,7 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
                   "the training log (train_log.parquet) of a model; repeat, one per model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
-         claim_files: tuple[Path, ...], mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
+         claim_files: tuple[Path, ...], rehearsal: bool, mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
          mechanism_caption: tuple[Path, Path] | None, training_logs: tuple[Path, ...],
          training_outputs: tuple[Path, ...], training_caption: tuple[Path, Path] | None,
          inputs: tuple[Path, ...]) -> None:
@@ -275,7 +277,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
             claims = [load(path) for path in claim_files] if claim_files else load_claims()
         except ClaimError as err:
             raise click.BadParameter(str(err), param_hint="--claim") from None
-        stated = finding(figure, spec, list(inputs), claims)
+        stated = finding(figure, spec, list(inputs), claims, rehearsal=rehearsal)
         write_caption(caption[0], outputs[0], caption[1], study.caption_run,
                       finding=" ".join(part for part in (stated, unlearned, adopted(outputs[0])) if part))
     if mechanism_dirs:

@@ -11,6 +11,7 @@ NO_RESULTS = "no results: "  # after "undecided: ", the verdict of a claim its r
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a claim the config runs nothing for
 POST_HOC = "†"  # after a cell whose claim was committed after the results it judges, and under its table:
 POST_HOC_NOTE = f"{POST_HOC} post hoc: the criterion was committed after the results it judges (shown, not a verdict)."
+REHEARSAL = "rehearsal, not evidence"  # a verdict of a config whose runs rehearse the code path (its ``rehearsal``)
 
 
 @dataclass(frozen=True)
@@ -26,18 +27,32 @@ class Finding:
     deciding: str = field(default="", compare=False)  # the number that decided it, or what is missing
     written: str = field(default="", compare=False)  # whether its claim predates its results (.preregistration)
     post_hoc: bool = field(default=False, compare=False)  # its claim does not: shown, not a verdict
+    rehearsal: bool = field(default=False, compare=False)  # its runs rehearse the code path (:func:`rehearsed`)
 
     @property
     def word(self) -> str:
-        """reproduced, contradicted or undecided."""
-        return self.verdict.split(":", 1)[0]
+        """reproduced, contradicted or undecided (a rehearsal's: what the code path gives)."""
+        return self.verdict.removeprefix(f"{REHEARSAL}: the code path gives ").split(":", 1)[0]
 
     @property
     def cell(self) -> str:
         """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)";
-        :data:`POST_HOC` after it where its claim was written after its results."""
+        :data:`POST_HOC` after it where its claim was written after its results; a rehearsal's
+        "rehearsal, not evidence (the code path: reproduced, p = 0.049)"."""
         shown = f"{self.word} ({self.deciding})" if self.deciding else self.word
+        if self.rehearsal:
+            shown = f"{REHEARSAL} (the code path: {self.word}{f', {self.deciding}' if self.deciding else ''})"
         return f"{shown} {POST_HOC}" if self.post_hoc else shown
+
+
+def rehearsed(row: Finding) -> Finding:
+    """``row`` as a rehearsal's (the config's ``rehearsal``): its verdict labelled "rehearsal, not
+    evidence", what the code path gives after it, so that it never reads reproduced or contradicted alone."""
+    from dataclasses import replace
+
+    if row.rehearsal:
+        return row
+    return replace(row, verdict=f"{REHEARSAL}: the code path gives {row.verdict}", rehearsal=True)
 
 
 def undecided(why: str) -> str:

@@ -22,7 +22,7 @@ from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary,
 from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
-from .finding import COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged
+from .finding import COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged, rehearsed
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "
@@ -47,15 +47,17 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
     return replace(row, deciding=deciding(row, claim))
 
 
-def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim]) -> str:
+def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], rehearsal: bool = False) -> str:
     """The paragraphs of ``figure``'s caption stating each of ``claims`` drawn in it, judged from the
     figure's spec and the tables it is drawn from (``inputs``), then in one line those these runs give no
-    results for (fresh seeds the config does not train, say), with why; "" for a figure that shows no claim."""
+    results for (fresh seeds the config does not train, say), with why; "" for a figure that shows no claim.
+    A ``rehearsal`` (runs that rehearse the code path) labels each verdict so."""
     mine = [claim for claim in claims if claim.figure == figure]
     if not mine:
         return ""
     rows = run_summary.figure_rows(spec, inputs)
     found = [judge(claim, spec, rows) for claim in mine]
+    found = [rehearsed(row) for row in found] if rehearsal else found
     missing = [row for row in found if NO_RESULTS in row.verdict]
     stated = [f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
               f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}." for row in found if row not in missing]

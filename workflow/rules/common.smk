@@ -129,8 +129,10 @@ def claim_files(figure):
 
 
 def claim_options(figure):
-    """The plot command's --claim options of ``figure``'s claim files."""
-    return " ".join(f"--claim {quote(path)}" for path in claim_files(figure))
+    """The plot command's --claim options of ``figure``'s claim files, and --rehearsal where the config's
+    runs rehearse the code path (its ``rehearsal``: the caption labels each verdict so)."""
+    return " ".join([*(f"--claim {quote(path)}" for path in claim_files(figure)),
+                     *(["--rehearsal"] if config["rehearsal"] else [])])
 
 
 # --- the figures a figure's job draws beside it (its study's companions: figures.smk) ---
