@@ -148,8 +148,8 @@ def test_verdict_rules():
     assert sig.verdict([up, flat]).startswith(sig.UNDECIDED)
     assert sig.verdict([up], ["x at c"]) == "undecided: no results for x at c"
     small = sig.compare("a", "b", "c", [0.6, 0.5], [0.5, 0.45], paired=False)
-    assert sig.verdict([up, small]) == f"undecided: about {small.needed} seeds per run would decide at the " \
-                                       "spread of the 2 seeds per run judged here"
+    assert sig.verdict([up, small]) == f"undecided: a vs b at c: p = {small.p:.3g}; about {small.needed} seeds per " \
+                                       "run would decide at the spread of the 2 seeds per run judged here"
 
 
 def test_holm_needs_the_reverse_to_hold_over_every_comparison():

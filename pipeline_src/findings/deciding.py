@@ -11,7 +11,7 @@ from .claim_file import Claim
 from .finding import Finding
 from .significance import CONTRADICTED, REPRODUCED
 
-PLANNED = (r"about ([\d,]+) seeds per run", "~{} seeds per run"), (r"about ([\d,]+) analysed targets", "~{} targets")
+PLANNED = (r"about ([\d,]+) seeds per run", "~{} seeds"), (r"about ([\d,]+) analysed targets", "~{} targets")
 
 
 def group(test, claim: Claim) -> str:
@@ -44,7 +44,34 @@ def deciding(row: Finding, claim: Claim) -> str:
         return "no results"
     if "not learned" in row.verdict or "nothing learned" in row.verdict:
         return "not learned"
+    planned = [words.format(found[1]) for pattern, words in PLANNED if (found := re.search(pattern, row.verdict))]
+    test, reverse = named(row)
+    if test is not None:  # the p and the seeds of the one comparison the verdict names (the verdict names it)
+        if reverse:
+            seeds = f", {planned[0]}" if planned else ""
+            return f"{test.better} below {_after_common(test.worse, test.better)}, p = {test.p_reverse:.2g}{seeds}"
+        return f"p = {test.p:.2g}, " + (planned[0] if planned else "no count decides")
     p = claimed_p(row, claim)
     shown = [f"p = {p:.2g}"] if p is not None else [f"p = {stated[1]}"] if stated else []
-    shown += [words.format(found[1]) for pattern, words in PLANNED if (found := re.search(pattern, row.verdict))]
-    return ", ".join(shown)
+    return ", ".join(shown + planned)
+
+
+def _after_common(name: str, other: str) -> str:
+    """``name`` less the words it shares with ``other`` at the start: "K_train 4" beside "K_train 6" is "4"."""
+    words, others = name.split(), other.split()
+    common = next((i for i, (a, b) in enumerate(zip(words, others)) if a != b), min(len(words), len(others)))
+    return " ".join(words[common:]) or name
+
+
+def named(row: Finding) -> tuple[object | None, bool]:
+    """The comparison of runs an undecided verdict names (None: it names none, e.g. a trend's), and
+    whether it names it the other way round ("A below B at ..., not significantly")."""
+    for test in row.comparisons:
+        if not hasattr(test, "better"):
+            continue
+        if f"{test.better} below {test.worse} at {test.cell}, not significantly" in row.verdict:
+            return test, True
+        if (f"{test.better} vs {test.worse} at {test.cell}" in row.verdict
+                or f"{test.better} vs {test.worse}: smallest p {test.p:.3g} (at {test.cell})" in row.verdict):
+            return test, False
+    return None, False

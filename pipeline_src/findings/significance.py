@@ -227,11 +227,13 @@ def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
     if unplanned:
         c = unplanned[0]
         return f"{UNDECIDED}: {c.better} vs {c.worse} at {c.cell}: {c.why_no_plan()}"
-    now, needed = max(max(len(c.a), len(c.b)) for c in open_), max(c.needed for c in open_)
-    if needed > now:
-        return f"{UNDECIDED}: about {needed} seeds per run would decide at the spread of the {now} seeds per run judged here"
-    return (f"{UNDECIDED}: not significant with {now} seeds per run, though the measured spread plans {needed}: "
-            "more seeds would decide")
+    now, c = max(max(len(c.a), len(c.b)) for c in open_), max(open_, key=lambda c: c.needed)  # the one needing most
+    named = f"{c.better} vs {c.worse} at {c.cell}: p = {c.p:.3g}"
+    if c.needed > now:
+        return (f"{UNDECIDED}: {named}; about {c.needed} seeds per run would decide at the spread of the {now} seeds "
+                "per run judged here")
+    return (f"{UNDECIDED}: {named}, not significant with {now} seeds per run, though the measured spread plans "
+            f"{c.needed}: more seeds would decide")
 
 
 def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ()) -> str:
@@ -240,23 +242,26 @@ def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ())
     :data:`ALPHA` / m over its m cells (Holm's first step over the cells, all that "at some cell"
     needs). ``reproduced`` when every comparison holds; ``contradicted`` when some test is
     significant the other way after Holm's correction over every test of the family; else
-    ``undecided`` with the first comparison that does not hold and the seeds that would make its
-    best cell hold at the measured spread."""
+    ``undecided`` with the comparison that does not hold and needs the most seeds to hold at its best cell
+    at the measured spread (every open one would then hold), or the first that no number of seeds would
+    make hold, and why."""
     settled = contradicted_or_missing([test for tests in family.values() for test in tests], missing)
     if settled:
         return settled
+    open_ = []
     for tests in family.values():
         best, level = min(tests, key=lambda c: c.p), ALPHA / len(tests)
-        if best.p <= level:
-            continue
-        needed = seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)
-        seeds = max(len(best.a), len(best.b))
-        plan = (f"; about {needed} seeds per run would decide at the spread of the {seeds} seeds per run judged here"
-                if needed
-                else f"; {best.why_no_plan()}")
-        return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
-                f"{ALPHA:g} / {len(tests)}{plan}")
-    return REPRODUCED
+        if best.p > level:
+            open_.append((best, len(tests), seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)))
+    if not open_:
+        return REPRODUCED
+    unplanned = [item for item in open_ if item[2] is None]
+    best, cells, needed = unplanned[0] if unplanned else max(open_, key=lambda item: item[2])
+    seeds = max(len(best.a), len(best.b))
+    plan = (f"; about {needed} seeds per run would decide at the spread of the {seeds} seeds per run judged here"
+            if needed else f"; no number of seeds decides at the measured spread: {best.why_no_plan()}")
+    return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
+            f"{ALPHA:g} / {cells}{plan}")
 
 
 # --- F4': one paired comparison over targets (a Wilcoxon signed-rank test) ---
