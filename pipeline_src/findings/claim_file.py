@@ -65,6 +65,7 @@ class Rule:
     name: str | None = None
     cell: str = "length {length}"
     says: str = ""
+    part: str | None = None  # the claim's part it belongs to (:class:`Part`)
 
     @property
     def sides(self) -> tuple[Side, ...]:
@@ -73,6 +74,16 @@ class Rule:
     @property
     def paired(self) -> bool:
         return self.test in PAIRED
+
+
+@dataclass(frozen=True)
+class Part:
+    """A named part of a claim ((a), (b)), judged apart in the tables, and who states it: the paper, or
+    the reconstruction's reading of it."""
+
+    part: str
+    stated: str
+    what: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class Claim:
     gate: str = "none"
     correction: str = "holm"
     registered: tuple[str, str] | None = None  # (commit, text): where its criterion was first committed
+    parts: tuple[Part, ...] = ()  # its named parts, judged apart in the tables (none: one part)
 
     def claim(self, task: str = "") -> str:
         return self.text.format(task=task)
@@ -145,7 +157,8 @@ def load(path: Path) -> Claim:
                   shown["beyond"] if shown else None, None if seeds == "all" else seeds["from"],
                   "" if seeds == "all" else seeds["because"], entry.get("gate", "none"),
                   entry.get("correction", "holm"),
-                  (entry["registered"]["commit"], entry["registered"]["text"]) if "registered" in entry else None)
+                  (entry["registered"]["commit"], entry["registered"]["text"]) if "registered" in entry else None,
+                  tuple(Part(**part) for part in entry.get("parts", ())))
     check_claim(claim)
     return claim
 
@@ -191,9 +204,23 @@ def check_claim(claim: Claim) -> None:
                 raise fault(f"{where}.{label}.scheme", f"no scheme {found.scheme!r}; known: {', '.join(sorted(SCHEMES))}")
             if (found.k_test is not None or found.K_train is not None) and not by_k:
                 raise fault(f"{where}.{label}", f"{claim.figure}'s task has no k_test or K_train")
+    check_parts(claim, fault)
     check_lengths(claim, fault)
     if claim.across:
         check_across(claim, fault)
+
+
+def check_parts(claim: Claim, fault) -> None:
+    """Where a claim names its parts, each comparison belongs to one of them and each part has one."""
+    labels = [part.part for part in claim.parts]
+    if len(set(labels)) < len(labels):
+        raise fault("parts", f"a part named twice in {labels}")
+    for i, rule in enumerate(claim.compare):
+        if (rule.part is None) != (not labels) or (rule.part is not None and rule.part not in labels):
+            raise fault(f"compare[{i}].part", f"{rule.part!r}: " + (f"one of the parts {', '.join(labels)}" if labels
+                        else "no parts are named (the claim's parts)"))
+    if empty := sorted(set(labels) - {rule.part for rule in claim.compare}):
+        raise fault("parts", f"no comparison belongs to {', '.join(empty)}")
 
 
 def check_lengths(claim: Claim, fault) -> None:

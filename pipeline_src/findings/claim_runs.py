@@ -5,7 +5,7 @@ runs from that config's spec (``specs``): the same run of two configs is then tw
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from .claim_file import Claim, Rule, Side
@@ -34,6 +34,7 @@ class Pair:
     worse: Cell
     cell: str
     paired: bool
+    part: str = ""  # the claim's part its rule belongs to ("": the claim names none)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Groups:
     cells: tuple[Cell, ...]
     cell: str
     test: str
+    part: str = ""  # the claim's part its rule belongs to ("": the claim names none)
 
 
 def configured(spec: dict) -> list[tuple[str, str]]:
@@ -86,7 +88,11 @@ def side_runs(side: Side, spec: dict, specs: dict | None = None) -> list[tuple[s
 
 def pairs(rule: Rule, spec: dict, specs: dict | None = None) -> list[Pair]:
     """The comparisons ``rule`` makes in ``spec`` (each side in its own config's spec, ``specs``, where it
-    names one), in the order a verdict lists them."""
+    names one), in the order a verdict lists them, each with the rule's part."""
+    return [replace(pair, part=rule.part or "") for pair in _pairs(rule, spec, specs)]
+
+
+def _pairs(rule: Rule, spec: dict, specs: dict | None = None) -> list[Pair]:
     if rule.each is None:
         apart = rule.better.config != rule.worse.config  # the same run of two configs: two models
         return [Pair(named(rule.better, *b, k=rule.better.k_test), named(rule.worse, *w, k=rule.worse.k_test),
@@ -134,7 +140,7 @@ def trends(rule: Rule, spec: dict) -> list[Groups]:
             if low <= k <= high:
                 found.append(Groups(rule.name.format(k_test=k), ordered(cells, side), cell_name(rule, k_test=k),
                                     rule.test))
-    return [groups for groups in found if len(groups.cells) >= TREND_GROUPS]
+    return [replace(groups, part=rule.part or "") for groups in found if len(groups.cells) >= TREND_GROUPS]
 
 
 def ordered(cells: tuple[Cell, ...], side: Side) -> tuple[Cell, ...]:

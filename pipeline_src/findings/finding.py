@@ -11,6 +11,8 @@ NO_RESULTS = "no results: "  # after "undecided: ", the verdict of a claim its r
 NOT_CONFIGURED_CRITERION = "-"  # the criterion column of a claim the config runs nothing for
 POST_HOC = "†"  # after a cell whose claim was committed after the results it judges, and under its table:
 POST_HOC_NOTE = f"{POST_HOC} post hoc: the criterion was committed after the results it judges (shown, not a verdict)."
+READING = "‡"  # after a part that is the reconstruction's reading of the paper, and under its table:
+READING_NOTE = f"{READING} the reconstruction's reading of the paper, not a claim it states (docs/reconstruction.md)."
 REHEARSAL = "rehearsal, not evidence"  # a verdict of a config whose runs rehearse the code path (its ``rehearsal``)
 
 
@@ -28,6 +30,7 @@ class Finding:
     written: str = field(default="", compare=False)  # whether its claim predates its results (.preregistration)
     post_hoc: bool = field(default=False, compare=False)  # its claim does not: shown, not a verdict
     rehearsal: bool = field(default=False, compare=False)  # its runs rehearse the code path (:func:`rehearsed`)
+    parts: tuple = field(default=(), compare=False)  # each named part's verdict (.part_verdicts.PartVerdict)
 
     @property
     def word(self) -> str:
@@ -43,6 +46,12 @@ class Finding:
         if self.rehearsal:
             shown = f"{REHEARSAL} (the code path: {self.word}{f', {self.deciding}' if self.deciding else ''})"
         return f"{shown} {POST_HOC}" if self.post_hoc else shown
+
+
+def part_rows(row: Finding) -> list[tuple[str, str]]:
+    """(the part's row name, its cell) for each named part of ``row``: ``F1r (b) ‡``, ``contradicted (p = 0.0011)``."""
+    return [(f"{row.finding} {part.part}" + (f" {READING}" if part.stated == "reconstruction" else ""), part.cell)
+            for part in row.parts]
 
 
 def rehearsed(row: Finding) -> Finding:

@@ -7,6 +7,8 @@ over the lengths (``over lengths``: a comparison holds where its p at some judge
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from . import claim_runs, significance
@@ -50,8 +52,9 @@ class Comparisons:
         if absent:
             self.missing.append(f"{absent[0]} at {cell}")
             return
-        self.made.append(significance.compare(pair.better.name, pair.worse.name, cell, list(a.values()),
-                                              list(b.values()), paired=pair.paired))
+        made = significance.compare(pair.better.name, pair.worse.name, cell, list(a.values()), list(b.values()),
+                                    paired=pair.paired)
+        self.made.append(replace(made, part=pair.part))
 
 
 def numbers(tests: list, missing: list[str]) -> str:

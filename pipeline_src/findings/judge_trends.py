@@ -8,6 +8,8 @@ is tested before every K_train has every judged seed (seeds trained in several s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 
@@ -81,7 +83,7 @@ def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> 
                     missing.append(cell)
                     continue
                 test = jonckheere(cell, labels, [list(group.values()) for group in values])
-            family.setdefault(groups.name, []).append(test)
+            family.setdefault(groups.name, []).append(replace(test, part=groups.part))
     return family, missing
 
 

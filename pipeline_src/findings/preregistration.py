@@ -3,7 +3,8 @@ file's history (each committed version and its commit time) against, per table j
 its record names and the time it was written (the file's modification time; records hold no time, so
 that a rerun's tables stay byte-identical).
 
-The claim as judged is the file's fields as they are now (comments and layout aside). It was registered
+The claim as judged is the file's fields as they are now (comments, layout and how it is shown aside:
+``parts``, each comparison's ``part``). It was registered
 by the commit that first made them so, or, where the file names one (``registered``), by the earlier
 commit that first stated its criterion (in code or in docs/findings.md): that commit must be an ancestor
 of HEAD, and is believed only while the fields have not changed since ``registered`` was written. The
@@ -146,9 +147,17 @@ def fields_of(text: str) -> dict:
     return found if isinstance(found, dict) else {}
 
 
+SHOWN = ("registered", "parts")  # the fields that say where a claim was registered and how it is shown
+
+
 def fields(text: str) -> object:
-    """A claim file's content as judged: its fields but ``registered`` (comments and layout aside)."""
-    return {key: value for key, value in fields_of(text).items() if key != "registered"} or text
+    """A claim file's content as judged: its fields but :data:`SHOWN` and each comparison's ``part``
+    (how it is shown, not what it decides; comments and layout aside)."""
+    judged = {key: value for key, value in fields_of(text).items() if key not in SHOWN}
+    if isinstance(judged.get("compare"), list):
+        judged["compare"] = [{key: value for key, value in rule.items() if key != "part"} if isinstance(rule, dict)
+                             else rule for rule in judged["compare"]]
+    return judged or text
 
 
 def names(text: str) -> tuple[str, str] | None:

@@ -67,6 +67,7 @@ class Comparison:
     ci_low: float
     ci_high: float
     needed: int | None  # seeds per run to decide at the measured spread (None: see why_no_plan)
+    part: str = ""  # the claim's part its rule belongs to ("": none named)
 
     @property
     def difference(self) -> float:

@@ -28,6 +28,7 @@ class Trend:
     seeds: int  # blocks (Page) or the smallest group (Jonckheere-Terpstra)
     p: float
     p_reverse: float
+    part: str = ""  # the claim's part its rule belongs to ("": none named)
 
     def __str__(self) -> str:
         groups = " < ".join(f"{label} {mean:.2f}" for label, mean in zip(self.labels, self.means))

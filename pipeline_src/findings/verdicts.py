@@ -22,7 +22,9 @@ from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary,
 from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
-from .finding import COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, Finding, not_judged, rehearsed
+from .part_verdicts import part_verdicts
+from .finding import (COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, Finding,
+                      not_judged, part_rows, rehearsed)
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "
@@ -44,7 +46,7 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)
-    return replace(row, deciding=deciding(row, claim))
+    return replace(row, deciding=deciding(row, claim), parts=part_verdicts(claim, row.comparisons))
 
 
 def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], rehearsal: bool = False) -> str:
@@ -60,11 +62,22 @@ def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], re
     found = [rehearsed(row) for row in found] if rehearsal else found
     missing = [row for row in found if NO_RESULTS in row.verdict]
     stated = [f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
-              f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}." for row in found if row not in missing]
+              + by_part(row) + f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}."
+              for row in found if row not in missing]
     if missing:
         stated.append("No results here for " + "; ".join(f"{row.finding}: {row.verdict.split(NO_RESULTS, 1)[1]}"
                                                         for row in missing) + ".")
     return " ".join(stated)
+
+
+def by_part(row: Finding) -> str:
+    """``By part: (a): reproduced (p <= 3.5e-07); (b) ‡: contradicted (p = 0.0011) (‡ ...). `` ("" for a
+    claim of one part)."""
+    if not row.parts:
+        return ""
+    shown = "; ".join(f"{name.removeprefix(row.finding + ' ')}: {cell}" for name, cell in part_rows(row))
+    note = f" ({READING_NOTE})" if any(part.stated == "reconstruction" for part in row.parts) else ""
+    return f"By part: {shown}{note}. "
 
 
 def as_markdown(rows: list[Finding], columns: tuple[str, ...] = COLUMNS) -> str:
@@ -82,6 +95,8 @@ def as_text(rows: list[Finding], width: int = 100) -> str:
     lines = []
     for row in rows:
         lines.append(f"{row.finding}: {row.verdict}")
+        for name, cell in part_rows(row):
+            lines.append(f"  {'part':<10} {name.removeprefix(row.finding + ' ')}: {cell}")
         if row.written:  # one line, unwrapped
             lines.append(f"  {'written':<10} {row.written}")
         for label in COLUMNS[1:3]:
@@ -101,7 +116,10 @@ def as_rst(rows: list[Finding]) -> list[str]:
     for row in rows:
         shown = "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
         lines += [f"   * - {row.finding}", f"     - {shown}"]
+        for name, cell in part_rows(row):
+            lines += [f"   * - {name}", f"     - {cell}"]
     lines += [""] + ([POST_HOC_NOTE, ""] if any(row.post_hoc for row in rows) else [])
+    lines += [READING_NOTE, ""] if any(part.stated == "reconstruction" for row in rows for part in row.parts) else []
     for row in rows:
         lines += [f"- **{row.finding}: {row.verdict}** (the claim: {row.claim})", ""]
         lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]

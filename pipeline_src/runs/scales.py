@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from ..findings import verdicts as judged
-from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE
+from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, part_rows
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -158,11 +158,20 @@ def as_table(scales: list[Scale], found: list[list[judged.Finding] | None]) -> s
 
     from ..findings.tables import markdown
 
-    table = {"finding": [row.finding for row in judged_rows(found)]}
+    names = []  # each finding, then each of its named parts judged at some scale (part_rows)
+    for i, row in enumerate(judged_rows(found)):
+        names.append((row.finding, i, None))
+        parts = dict.fromkeys(name for rows in found if rows is not None for name, _ in part_rows(rows[i]))
+        names += [(name, i, name) for name in parts]
+    table = {"finding": [name for name, _, _ in names]}
     for scale, rows in zip(scales, found):
-        table[scale.short] = [short_cell(row) for row in rows] if rows is not None else [NO_RESULTS] * len(table["finding"])
-    post_hoc = any(row.post_hoc for rows in found if rows is not None for row in rows)
-    return markdown(pl.DataFrame(table)) + (f"\n\n{POST_HOC_NOTE}" if post_hoc else "")
+        table[scale.short] = ([NO_RESULTS] * len(names) if rows is None else
+                              [short_cell(rows[i]) if part is None else dict(part_rows(rows[i])).get(part, "-")
+                               for _, i, part in names])
+    every = [row for rows in found if rows is not None for row in rows]
+    notes = [POST_HOC_NOTE] * any(row.post_hoc for row in every) + \
+        [READING_NOTE] * any(part.stated == "reconstruction" for row in every for part in row.parts)
+    return markdown(pl.DataFrame(table)) + "".join(f"\n\n{note}" for note in notes)
 
 
 def as_page(scales: list[Scale], found: list[list[judged.Finding] | None], command: str) -> str:

@@ -1,0 +1,66 @@
+"""A claim's named parts ((a), (b): its file's ``parts``), each judged apart in the tables under the
+claim's own rule and shown with who states it; the claim's verdict and registration are unchanged by
+naming them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from pipeline_src.config.load import load_config
+from pipeline_src.findings.claim_file import ClaimError, load
+from pipeline_src.findings.finding import READING, READING_NOTE
+from pipeline_src.findings.preregistration import fields
+from pipeline_src.runs import scales
+from pipeline_src.runs.run_findings import findings, summary_rows
+from tests.helpers import REPO
+
+F1R = REPO / "pipeline_src/findings/claims/F1r.yaml"
+
+
+def f1r_at_the_cpu_range():
+    config = load_config([REPO / "config/figure1_range.yaml"])
+    rows = findings(config, summary_rows(config, REPO / "docs/findings/cpu_range.csv"))
+    return next(row for row in rows if row.finding == "F1r")
+
+
+def test_f1r_is_shown_as_its_two_parts_each_with_its_deciding_number():
+    row = f1r_at_the_cpu_range()
+    assert row.word == "contradicted"  # decided as before, over every comparison
+    (a, b) = row.parts
+    assert (a.part, a.stated, a.word) == ("(a)", "paper", "reproduced") and a.deciding.startswith("p <= 3.5e-07")
+    assert (b.part, b.stated, b.word, b.deciding) == ("(b)", "reconstruction", "contradicted", "p = 0.0011")
+
+
+def test_the_table_gives_each_part_a_row_and_marks_the_reconstructions_reading():
+    listed = scales.read(REPO / "docs/findings/scales.yaml")
+    table = scales.as_table(listed, [scales.judge(scale) for scale in listed])
+    lines = table.splitlines()
+    assert any(line.startswith("| F1r (a) | ") and "reproduced (p <= 3.5e-07)" in line for line in lines)
+    assert any(line.startswith(f"| F1r (b) {READING} | ") and "contradicted (p = 0.0011)" in line for line in lines)
+    assert lines[-1] == READING_NOTE
+
+
+def test_naming_parts_leaves_the_claim_as_registered():
+    text = F1R.read_text()
+    entry = yaml.safe_load(text)
+    bare = {**{k: v for k, v in entry.items() if k != "parts"},
+            "compare": [{k: v for k, v in rule.items() if k != "part"} for rule in entry["compare"]]}
+    assert fields(yaml.safe_dump(bare)) == fields(text)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda entry: entry["compare"][0].pop("part"), "compare[0].part"),
+    (lambda entry: entry["compare"][1].update(part="(c)"), "compare[1].part"),
+    (lambda entry: entry["parts"].append({"part": "(c)", "stated": "paper"}), "parts"),
+    (lambda entry: entry["parts"][0].update(stated="nobody"), "parts"),
+])
+def test_a_part_without_its_comparisons_or_a_comparison_of_no_part_is_refused(tmp_path, edit, field):
+    entry = yaml.safe_load(F1R.read_text())
+    edit(entry)
+    path = tmp_path / "F1r.yaml"
+    path.write_text(yaml.safe_dump(entry))
+    with pytest.raises(ClaimError, match=re.escape(f"{path}: field {field}")):
+        load(path)
