@@ -40,6 +40,8 @@ def deciding(row: Finding, claim: Claim) -> str:
     if row.word == REPRODUCED:
         p = claimed_p(row, claim)
         return f"p <= {p:.2g}" if p is not None else (f"p = {stated[1]}" if stated else "intervals apart")
+    if withheld := re.search(r"parts of the draw not all there \((\d+ of \d+) in", row.verdict):
+        return f"withheld: {withheld[1]} parts in"
     if "no results" in row.verdict:
         return "no results"
     if "not learned" in row.verdict or "nothing learned" in row.verdict:
@@ -47,9 +49,9 @@ def deciding(row: Finding, claim: Claim) -> str:
     planned = [words.format(found[1]) for pattern, words in PLANNED if (found := re.search(pattern, row.verdict))]
     test, reverse = named(row)
     if test is not None:  # the p and the seeds of the one comparison the verdict names (the verdict names it)
-        if reverse:
-            seeds = f", {planned[0]}" if planned else ""
-            return f"{test.better} below {_after_common(test.worse, test.better)}, p = {test.p_reverse:.2g}{seeds}"
+        if reverse:  # "K_train 6 below 4 with ~54 seeds" (the seeds that would show it), or its reverse p
+            below = f"{test.better} below {_after_common(test.worse, test.better)}"
+            return f"{below} with {planned[0]}" if planned else f"{below}, p = {test.p_reverse:.2g}"
         return f"p = {test.p:.2g}, " + (planned[0] if planned else "no count decides")
     p = claimed_p(row, claim)
     shown = [f"p = {p:.2g}"] if p is not None else [f"p = {stated[1]}"] if stated else []

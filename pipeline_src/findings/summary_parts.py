@@ -68,8 +68,8 @@ def withheld(rows: pl.DataFrame) -> str | None:
         return None
     targets = sum(int(part["targets"]) for part in found.values())
     screened = sum(int(part["screened_out"]) for part in found.values())
-    return (f"parts of the draw not all there ({parts_text(list(found), of)} in: {targets} of {draw} drawn targets, "
-            f"{screened} of them screened out)")
+    return (f"parts of the draw not all there ({len(found)} of {of} in, {parts_text(list(found), of)}: {targets} of "
+            f"{draw} drawn targets, {screened} of them screened out)")
 
 
 def check_one_draw(earlier: pl.DataFrame, rows: pl.DataFrame, source) -> None:
