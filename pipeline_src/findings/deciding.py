@@ -35,8 +35,9 @@ def deciding(row: Finding, claim: Claim) -> str:
     """``row``'s deciding number in a few words ("" where the verdict states none)."""
     stated = re.search(r"p = ([\d.e-]+)", row.verdict)
     if row.word == CONTRADICTED:
-        reverse = min((test.p_reverse for test in row.comparisons), default=None)
-        return f"p = {reverse:.2g}" if reverse is not None else (f"p = {stated[1]}" if stated else "intervals apart")
+        reverse = min(row.comparisons, key=lambda test: test.p_reverse, default=None)
+        return with_error(reverse.p_reverse, getattr(reverse, "draws", (0, 0))[1]) if reverse is not None else (
+            f"p = {stated[1]}" if stated else "intervals apart")
     if row.word == REPRODUCED:
         p = claimed_p(row, claim)
         return f"p <= {p:.2g}" if p is not None else (f"p = {stated[1]}" if stated else "intervals apart")
@@ -56,6 +57,13 @@ def deciding(row: Finding, claim: Claim) -> str:
     p = claimed_p(row, claim)
     shown = [f"p = {p:.2g}"] if p is not None else [f"p = {stated[1]}"] if stated else []
     return ", ".join(shown + planned)
+
+
+def with_error(p: float, draws: int) -> str:
+    """``p = 0.0008 ± 0.0001``: a p and, where it was drawn anew near a threshold, its Monte Carlo error."""
+    from .trend import monte_carlo_error
+
+    return f"p = {p:.2g}" + (f" ± {monte_carlo_error(p, draws):.1g}" if draws else "")
 
 
 def _after_common(name: str, other: str) -> str:

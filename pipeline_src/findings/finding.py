@@ -13,6 +13,7 @@ POST_HOC = "†"  # after a cell whose claim was committed after the results it 
 POST_HOC_NOTE = f"{POST_HOC} post hoc: the criterion was committed after the results it judges (shown, not a verdict)."
 READING = "‡"  # after a part that is the reconstruction's reading of the paper, and under its table:
 READING_NOTE = f"{READING} the reconstruction's reading of the paper, not a claim it states (docs/reconstruction.md)."
+FRAGILE = "◊"  # after a cell whose verdict holds in fewer than all but one leave-one-seed-out (.stability)
 REHEARSAL = "rehearsal, not evidence"  # a verdict of a config whose runs rehearse the code path (its ``rehearsal``)
 
 
@@ -31,6 +32,7 @@ class Finding:
     post_hoc: bool = field(default=False, compare=False)  # its claim does not: shown, not a verdict
     rehearsal: bool = field(default=False, compare=False)  # its runs rehearse the code path (:func:`rehearsed`)
     parts: tuple = field(default=(), compare=False)  # each named part's verdict (.part_verdicts.PartVerdict)
+    stability: object = field(default=None, compare=False)  # a decided verdict's leave-one-seed-out (.stability)
 
     @property
     def word(self) -> str:
@@ -42,7 +44,10 @@ class Finding:
         """The verdict and its deciding number, for a table at a glance: "undecided (~10 seeds per run)";
         :data:`POST_HOC` after it where its claim was written after its results; a rehearsal's
         "rehearsal, not evidence (the code path: reproduced, p = 0.049)"."""
-        shown = f"{self.word} ({self.deciding})" if self.deciding else self.word
+        weight = f", {self.stability}" if self.stability is not None else ""
+        shown = f"{self.word} ({self.deciding}{weight})" if self.deciding else self.word
+        if self.stability is not None and self.stability.fragile:
+            shown += f" {FRAGILE}"
         if self.rehearsal:
             shown = f"{REHEARSAL} (the code path: {self.word}{f', {self.deciding}' if self.deciding else ''})"
         return f"{shown} {POST_HOC}" if self.post_hoc else shown

@@ -20,7 +20,7 @@ from .finding import Finding, undecided
 from .fit_gate import FITS, k_train_not_learned
 from .scope import scope
 from .seed_summary import TaskResults
-from .trend import Trend, jonckheere, page
+from .trend import Trend, jonckheere, page, shown_p
 
 CORRECTION = ("A comparison holds when its p at some judged length is at most {alpha:g} / (lengths judged); "
               "reproduced when every comparison holds; contradicted when some test's reverse p is at most "
@@ -67,6 +67,8 @@ def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> 
     """Every test of ``trends`` (its name -> one test per judged length), and the cells without results."""
     family: dict[str, list[Trend]] = {}
     missing: list[str] = []
+    # the levels a p is compared with (verdict): a comparison's over its lengths, a contradiction's over every test
+    thresholds = (significance.ALPHA / len(lengths), significance.ALPHA / (len(trends) * len(lengths))) if lengths else ()
     for groups in trends:
         labels = [cell.name for cell in groups.cells]
         for length in lengths:
@@ -82,7 +84,7 @@ def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> 
                 if any(not group for group in values):
                     missing.append(cell)
                     continue
-                test = jonckheere(cell, labels, [list(group.values()) for group in values])
+                test = jonckheere(cell, labels, [list(group.values()) for group in values], thresholds)
             family.setdefault(groups.name, []).append(replace(test, part=groups.part))
     return family, missing
 
@@ -96,8 +98,8 @@ def verdict(family: dict[str, list[Trend]], missing: list[str]) -> str:
         return undecided("no results: no comparison has three groups")
     reverse = min(tests, key=lambda test: test.p_reverse)
     if reverse.p_reverse <= significance.ALPHA / len(tests):
-        return (f"{significance.CONTRADICTED}: {reverse.cell}: the reverse order, p = {reverse.p_reverse:.3g} "
-                f"<= {significance.ALPHA:g} / {len(tests)}")
+        return (f"{significance.CONTRADICTED}: {reverse.cell}: the reverse order, p = "
+                f"{shown_p(reverse.p_reverse, reverse.draws[1])} <= {significance.ALPHA:g} / {len(tests)}")
     open_ = [name for name, trends in family.items()
              if min(test.p for test in trends) > significance.ALPHA / len(trends)]
     if not open_:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .claim_file import Claim
-from .deciding import group
+from .deciding import group, with_error
 from .significance import ALPHA, CONTRADICTED, REPRODUCED, UNDECIDED
 
 
@@ -52,7 +52,7 @@ def judged(claim: Claim, tests: list, threshold: float) -> tuple[str, str]:
         return UNDECIDED, "no results"
     reverse = min(tests, key=lambda test: test.p_reverse)
     if reverse.p_reverse <= threshold:
-        return CONTRADICTED, f"p = {reverse.p_reverse:.2g}"
+        return CONTRADICTED, with_error(reverse.p_reverse, getattr(reverse, "draws", (0, 0))[1])
     families: dict[str, list] = {}
     for test in tests:
         families.setdefault(group(test, claim), []).append(test)

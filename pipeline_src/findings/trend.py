@@ -8,12 +8,16 @@ decides a contradiction), with the groups' means to show beside it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-JT_RESAMPLES = 9_999  # permutations of the Jonckheere-Terpstra test (exact where fewer are distinct)
-JT_SEED = 0  # their random generator's seed: a p is a pure function of the values
+JT_RESAMPLES = 9_999  # permutations of the Jonckheere-Terpstra test (exact where fewer are distinct) ...
+JT_MOST_RESAMPLES = 9_999 * 4 ** 4  # ... four times as many while its Monte Carlo interval holds a threshold
+JT_LEVEL = 0.99  # that interval's level (Clopper-Pearson)
+JT_BATCH = 20_000  # permutations scored at once (memory only)
+JT_SEED = 0  # their random generator's seed: a p is a pure function of the values (and the thresholds)
 
 
 @dataclass(frozen=True)
@@ -29,10 +33,35 @@ class Trend:
     p: float
     p_reverse: float
     part: str = ""  # the claim's part its rule belongs to ("": none named)
+    draws: tuple[int, int] = (0, 0)  # permutations drawn for p and p_reverse where more than JT_RESAMPLES, else 0
 
     def __str__(self) -> str:
         groups = " < ".join(f"{label} {mean:.2f}" for label, mean in zip(self.labels, self.means))
-        return f"{self.cell}: {groups}; {self.test} p = {self.p:.3g} (reverse {self.p_reverse:.3g}, {self.seeds} seeds)"
+        return (f"{self.cell}: {groups}; {self.test} p = {shown_p(self.p, self.draws[0])} (reverse "
+                f"{shown_p(self.p_reverse, self.draws[1])}, {self.seeds} seeds)")
+
+
+def monte_carlo_error(p: float, draws: int) -> float:
+    """The standard error of a permutation p drawn from ``draws`` permutations."""
+    return (p * (1 - p) / draws) ** 0.5
+
+
+def shown_p(p: float, draws: int, digits: int = 3) -> str:
+    """``p`` as a verdict shows it: with its Monte Carlo error where it was drawn anew with more permutations
+    (``draws``), since it lay near a threshold ("0.0008 ± 0.00014 of 39,996 permutations")."""
+    if not draws:
+        return f"{p:.{digits}g}"
+    return f"{p:.{digits}g} ± {monte_carlo_error(p, draws):.2g} of {draws:,} permutations"
+
+
+def straddles(p: float, resamples: int, thresholds: tuple[float, ...]) -> bool:
+    """Whether the Monte Carlo interval (:data:`JT_LEVEL`, Clopper-Pearson) of a permutation p drawn from
+    ``resamples`` permutations (p = (hits + 1) / (resamples + 1), scipy's) holds one of ``thresholds``."""
+    from scipy.stats import binomtest
+
+    hits = round(p * (resamples + 1)) - 1
+    interval = binomtest(max(hits, 0), resamples).proportion_ci(JT_LEVEL)
+    return any(interval.low <= threshold <= interval.high for threshold in thresholds)
 
 
 def page(cell: str, labels: list[str], blocks: np.ndarray) -> Trend:
@@ -61,19 +90,32 @@ def jonckheere_statistic(*groups: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.asarray(total)
 
 
-def jonckheere(cell: str, labels: list[str], groups: list[np.ndarray]) -> Trend:
+def jonckheere(cell: str, labels: list[str], groups: list[np.ndarray], thresholds: tuple[float, ...] = ()) -> Trend:
     """The Jonckheere-Terpstra test that values rise from the first of ``groups`` (independent
     models, one value per seed) to the last: a one-sided permutation p (``scipy.stats.permutation_test``,
     the values shuffled between groups, :data:`JT_RESAMPLES` permutations drawn with :data:`JT_SEED`,
-    exact where fewer are distinct), and the same for the reverse order."""
+    exact where fewer are distinct), and the same for the reverse order. Monte Carlo error never decides:
+    while a drawn p's :data:`JT_LEVEL` interval holds one of the ``thresholds`` it is compared with, it is
+    drawn again with four times the permutations, up to :data:`JT_MOST_RESAMPLES`."""
+    values = tuple(tuple(float(value) for value in group) for group in groups)
+    (p, draws), (p_reverse, draws_reverse) = (_p_value(values, alternative, tuple(thresholds))
+                                              for alternative in ("greater", "less"))
+    return Trend("Jonckheere-Terpstra", cell, tuple(labels), tuple(float(np.mean(group)) for group in values),
+                 min(len(group) for group in values), p, p_reverse, draws=(draws, draws_reverse))
+
+
+@functools.lru_cache(maxsize=4096)  # a leave-one-seed-out recomputation meets the same groups again
+def _p_value(values: tuple[tuple[float, ...], ...], alternative: str, thresholds: tuple[float, ...]) -> tuple[float, int]:
+    """(p, the permutations drawn where more than :data:`JT_RESAMPLES`, else 0) of :func:`jonckheere`."""
     from scipy.stats import permutation_test
 
-    groups = [np.asarray(group, dtype=float) for group in groups]
-
-    def p_value(alternative: str) -> float:
-        return float(permutation_test(groups, jonckheere_statistic, permutation_type="independent",
-                                      vectorized=True, n_resamples=JT_RESAMPLES, alternative=alternative,
-                                      rng=np.random.default_rng(JT_SEED)).pvalue)
-
-    return Trend("Jonckheere-Terpstra", cell, tuple(labels), tuple(float(group.mean()) for group in groups),
-                 min(len(group) for group in groups), p_value("greater"), p_value("less"))
+    groups = [np.asarray(group, dtype=float) for group in values]
+    resamples = JT_RESAMPLES
+    while True:
+        found = permutation_test(groups, jonckheere_statistic, permutation_type="independent", vectorized=True,
+                                 n_resamples=resamples, alternative=alternative, batch=JT_BATCH,
+                                 rng=np.random.default_rng(JT_SEED))
+        exact = len(found.null_distribution) < resamples  # scipy enumerated every distinct permutation
+        if exact or resamples >= JT_MOST_RESAMPLES or not straddles(float(found.pvalue), resamples, thresholds):
+            return float(found.pvalue), 0 if exact or resamples == JT_RESAMPLES else resamples
+        resamples *= 4

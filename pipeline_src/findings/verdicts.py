@@ -23,6 +23,7 @@ from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
 from .part_verdicts import part_verdicts
+from .stability import FRAGILE_NOTE, leave_one_seed_out
 from .finding import (COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, Finding,
                       not_judged, part_rows, rehearsed)
 
@@ -32,10 +33,12 @@ ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findin
 JUDGES = {"seeds": judge_seeds.judge, "trends": judge_trends.judge, "targets": judge_targets.judge}
 
 
-def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", across: Across | None = None) -> Finding:
+def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", across: Across | None = None,
+          weigh: bool = True) -> Finding:
     """``claim`` judged from the spec ``spec`` of its figure (None: the config does not draw it; ``task``
     the task it would show) and run-summary ``rows``; a claim whose sides are runs of different configs
-    from each side's own runs (``across``), where the results given hold them."""
+    from each side's own runs (``across``), where the results given hold them. With ``weigh``, a decided
+    verdict over seeds is weighed leave-one-seed-out (:mod:`.stability`: the claim judged once per seed more)."""
     task = spec.get("task", task) if spec is not None else task
     if claim.across:
         if across is None or not across.sides:
@@ -46,7 +49,8 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)
-    return replace(row, deciding=deciding(row, claim), parts=part_verdicts(claim, row.comparisons))
+    return replace(row, deciding=deciding(row, claim), parts=part_verdicts(claim, row.comparisons),
+                   stability=leave_one_seed_out(claim, spec, rows, row.word, JUDGES[claim.kind]) if weigh else None)
 
 
 def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], rehearsal: bool = False) -> str:
@@ -62,7 +66,8 @@ def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], re
     found = [rehearsed(row) for row in found] if rehearsal else found
     missing = [row for row in found if NO_RESULTS in row.verdict]
     stated = [f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
-              + by_part(row) + f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}."
+              + by_part(row) + (f"It {row.stability.sentence()}. " if row.stability is not None else "")
+              + f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}."
               for row in found if row not in missing]
     if missing:
         stated.append("No results here for " + "; ".join(f"{row.finding}: {row.verdict.split(NO_RESULTS, 1)[1]}"
@@ -97,6 +102,8 @@ def as_text(rows: list[Finding], width: int = 100) -> str:
         lines.append(f"{row.finding}: {row.verdict}")
         for name, cell in part_rows(row):
             lines.append(f"  {'part':<10} {name.removeprefix(row.finding + ' ')}: {cell}")
+        if row.stability is not None:
+            lines.append(f"  {'stability':<10} {row.stability.sentence()}")
         if row.written:  # one line, unwrapped
             lines.append(f"  {'written':<10} {row.written}")
         for label in COLUMNS[1:3]:
@@ -120,6 +127,7 @@ def as_rst(rows: list[Finding]) -> list[str]:
             lines += [f"   * - {name}", f"     - {cell}"]
     lines += [""] + ([POST_HOC_NOTE, ""] if any(row.post_hoc for row in rows) else [])
     lines += [READING_NOTE, ""] if any(part.stated == "reconstruction" for row in rows for part in row.parts) else []
+    lines += [FRAGILE_NOTE, ""] if any(row.stability is not None and row.stability.fragile for row in rows) else []
     for row in rows:
         lines += [f"- **{row.finding}: {row.verdict}** (the claim: {row.claim})", ""]
         lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]

@@ -61,17 +61,18 @@ def summary_rows(config: dict, summary: Path) -> pl.DataFrame:
 
 
 def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None,
-             across: dict | None = None) -> list[judged.Finding]:
+             across: dict | None = None, weigh: bool = True) -> list[judged.Finding]:
     """The claims of ``config`` (:func:`pipeline_src.findings.claim_file.claims_of`, or ``claims``)
     judged from the run-summary ``rows``; a claim whose sides are runs of different configs from each
     side's runs (``across``: claim name -> :class:`pipeline_src.findings.across.Across`), where given.
-    A config whose runs rehearse the code path (its ``rehearsal``) labels every verdict so."""
+    A config whose runs rehearse the code path (its ``rehearsal``) labels every verdict so; ``weigh``: each
+    decided verdict over seeds with its leave-one-seed-out stability (:mod:`pipeline_src.findings.stability`)."""
     from ..findings.finding import rehearsed
 
     claims = claims_of(config) if claims is None else claims
     specs = figure_specs(config, claims)
     across = across or {}
-    found = [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1], across.get(claim.name))
+    found = [judged.judge(claim, specs[claim.figure][0], rows, specs[claim.figure][1], across.get(claim.name), weigh)
              for claim in claims]
     return [rehearsed(row) for row in found] if config.get("rehearsal") else found
 

@@ -28,6 +28,7 @@ import yaml
 
 from ..findings import verdicts as judged
 from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, part_rows
+from ..findings.stability import FRAGILE_NOTE
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -134,8 +135,11 @@ def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Fin
 
 
 def cell(row: judged.Finding) -> str:
-    """A finding's verdict at a scale, or :data:`NOT_RUN` where the scale's config runs nothing for it."""
-    return NOT_RUN if row.criterion == NOT_CONFIGURED_CRITERION else row.verdict
+    """A finding's verdict at a scale (and how stable it is), or :data:`NOT_RUN` where the scale's config runs
+    nothing for it."""
+    if row.criterion == NOT_CONFIGURED_CRITERION:
+        return NOT_RUN
+    return row.verdict + (f" ({row.stability.sentence()})" if row.stability is not None else "")
 
 
 def short_cell(row: judged.Finding) -> str:
@@ -170,7 +174,8 @@ def as_table(scales: list[Scale], found: list[list[judged.Finding] | None]) -> s
                                for _, i, part in names])
     every = [row for rows in found if rows is not None for row in rows]
     notes = [POST_HOC_NOTE] * any(row.post_hoc for row in every) + \
-        [READING_NOTE] * any(part.stated == "reconstruction" for row in every for part in row.parts)
+        [READING_NOTE] * any(part.stated == "reconstruction" for row in every for part in row.parts) + \
+        [FRAGILE_NOTE] * any(row.stability is not None and row.stability.fragile for row in every)
     return markdown(pl.DataFrame(table)) + "".join(f"\n\n{note}" for note in notes)
 
 
