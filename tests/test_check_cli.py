@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
@@ -41,6 +42,25 @@ def test_check_names_the_file_line_and_column_of_invalid_yaml(tmp_path, monkeypa
     bad.write_text("sparse_parity:\n  schemes: [rope\n  seeds: [0]\n")
     done = run("check", "--configfile", str(bad))
     assert done.exit_code == 1 and f"{bad}:3:8: not valid YAML" in done.output
+    assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, text, said", [
+    ("missing.yaml", None, "config file not found"),
+    ("tab.yaml", "sparse_parity:\n\tseeds: [0]\n", ":2:1: not valid YAML"),
+    ("list.yaml", "- 1\n- 2\n", "a config file holds a mapping of keys, not list"),
+    ("empty.yaml", "", "a config file holds a mapping of keys, not NoneType"),
+])
+def test_the_config_files_snakemake_answers_itself_get_one_line_naming_the_file(tmp_path, monkeypatch, name, text,
+                                                                                 said):
+    """Snakemake reads a --configfile before the Snakefile runs and answers these with its own message
+    (no file, or a traceback); the README points to `lengthgen check`, which names the file (and line)."""
+    monkeypatch.chdir(REPO)
+    bad = tmp_path / name
+    if text is not None:
+        bad.write_text(text)
+    done = run("check", "--configfile", str(bad))
+    assert done.exit_code != 0 and f"{bad}" in done.output and said in done.output, done.output
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
 
 
