@@ -241,7 +241,8 @@ def companion_figure(kind: str, source: str, source_type: click.Path, drawn_from
                   "the training log (train_log.parquet) of a model; repeat, one per model")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption: tuple[Path, Path] | None,
-         claim_files: tuple[Path, ...], rehearsal: bool, mechanism_dirs: tuple[Path, ...], mechanism_outputs: tuple[Path, ...],
+         claim_files: tuple[Path, ...], rehearsal: bool, mechanism_dirs: tuple[Path, ...],
+         mechanism_outputs: tuple[Path, ...],
          mechanism_caption: tuple[Path, Path] | None, training_logs: tuple[Path, ...],
          training_outputs: tuple[Path, ...], training_caption: tuple[Path, Path] | None,
          inputs: tuple[Path, ...]) -> None:

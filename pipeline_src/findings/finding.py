@@ -54,7 +54,8 @@ class Finding:
 
 
 def part_rows(row: Finding) -> list[tuple[str, str]]:
-    """(the part's row name, its cell) for each named part of ``row``: ``F1r (b) ‡``, ``contradicted (p = 0.0011)``."""
+    """(the part's row name, its cell) for each named part of ``row``: ``F1r (b) ‡``, ``contradicted (p =
+    0.0008 ± 0.0001)``."""
     return [(f"{row.finding} {part.part}" + (f" {READING}" if part.stated == "reconstruction" else ""), part.cell)
             for part in row.parts]
 

@@ -68,7 +68,8 @@ def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> 
     family: dict[str, list[Trend]] = {}
     missing: list[str] = []
     # the levels a p is compared with (verdict): a comparison's over its lengths, a contradiction's over every test
-    thresholds = (significance.ALPHA / len(lengths), significance.ALPHA / (len(trends) * len(lengths))) if lengths else ()
+    thresholds = ((significance.ALPHA / len(lengths), significance.ALPHA / (len(trends) * len(lengths)))
+                  if lengths else ())
     for groups in trends:
         labels = [cell.name for cell in groups.cells]
         for length in lengths:

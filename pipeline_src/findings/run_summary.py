@@ -172,7 +172,8 @@ def merged(earlier: pl.DataFrame, rows: pl.DataFrame, source: Path | None = None
              for model in earlier.select(MODEL).iter_rows()]
     kept = earlier.filter(pl.Series(apart, dtype=pl.Boolean))
     if summary_parts.parts(rows):
-        return canonical(pl.concat([kept, rows.filter(pl.col("task") != LANGUAGE), summary_parts.merged(earlier, rows)]))
+        fresh_others = rows.filter(pl.col("task") != LANGUAGE)
+        return canonical(pl.concat([kept, fresh_others, summary_parts.merged(earlier, rows)]))
     return canonical(pl.concat([kept, rows]))
 
 

@@ -118,8 +118,8 @@ def frame_of(rows: pl.DataFrame, k_max: int) -> pl.DataFrame:
     frame = (targets.filter(pl.col("k").is_null()).pivot("metric", index="seed", values="value").sort("seed")
              .rename({TARGET + column: column for column in ANCHORS}))
     for column in PER_K:
-        at_k = (targets.filter(pl.col("metric") == TARGET + column).sort("seed", "k").group_by("seed", maintain_order=True)
-                .agg(pl.col("value").alias(column)))
+        at_k = (targets.filter(pl.col("metric") == TARGET + column).sort("seed", "k")
+                .group_by("seed", maintain_order=True).agg(pl.col("value").alias(column)))
         frame = frame.join(at_k, on="seed", how="left")
     nulls = pl.lit([None] * k_max, dtype=pl.List(pl.Float64))
     return frame.select(*ANCHORS, *(pl.col(column).fill_null(nulls) for column in PER_K),

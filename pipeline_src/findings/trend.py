@@ -105,7 +105,8 @@ def jonckheere(cell: str, labels: list[str], groups: list[np.ndarray], threshold
 
 
 @functools.lru_cache(maxsize=4096)  # a leave-one-seed-out recomputation meets the same groups again
-def _p_value(values: tuple[tuple[float, ...], ...], alternative: str, thresholds: tuple[float, ...]) -> tuple[float, int]:
+def _p_value(values: tuple[tuple[float, ...], ...], alternative: str,
+             thresholds: tuple[float, ...]) -> tuple[float, int]:
     """(p, the permutations drawn where more than :data:`JT_RESAMPLES`, else 0) of :func:`jonckheere`."""
     from scipy.stats import permutation_test
 
