@@ -61,7 +61,7 @@ def deciding(row: Finding, claim: Claim) -> str:
 
 def with_error(p: float, draws: int) -> str:
     """``p = 0.0008 ± 0.0001``: a p and, where it was drawn anew near a threshold, its Monte Carlo error."""
-    from .trend import monte_carlo_error
+    from .monte_carlo import monte_carlo_error
 
     return f"p = {p:.2g}" + (f" ± {monte_carlo_error(p, draws):.1g}" if draws else "")
 

@@ -101,11 +101,13 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame, sides: dict | None = Non
         made += tests.made
         missing += tests.missing
     if claim.correction == "holm":
+        made = significance.sharpened_all(made)
         verdict = significance.verdict(made, missing)
     else:
         family: dict[str, list[significance.Comparison]] = {}
         for test in made:
             family.setdefault(f"{test.better} vs {test.worse}", []).append(test)
+        family = significance.sharpened_across(family)
         made = [test for tests in family.values() for test in tests]
         verdict = significance.verdict_across(family, missing)
     shown = shown_beyond(claim, spec, runs) if claim.shown else ""

@@ -20,7 +20,8 @@ from .finding import Finding, undecided
 from .fit_gate import FITS, k_train_not_learned
 from .scope import scope
 from .seed_summary import TaskResults
-from .trend import Trend, jonckheere, page, shown_p
+from .monte_carlo import shown_p
+from .trend import Trend, jonckheere, page
 
 CORRECTION = ("A comparison holds when its p at some judged length is at most {alpha:g} / (lengths judged); "
               "reproduced when every comparison holds; contradicted when some test's reverse p is at most "

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import claim_runs
 from .claim_file import Claim, load_claims
-from .significance import ALPHA, p_values
+from .significance import ALPHA, PERMUTATIONS, p_values
 
 POWER_DRAWS = 1000  # simulated findings per estimate: a standard error of at most 0.016 (at power 0.5)
 POWER_SEED = 0  # the simulation's numpy seed: an estimate is a pure function of its arguments
@@ -94,13 +94,15 @@ def simulate(structure: Structure, effect: float, seeds: int, draws: int = POWER
 
 def reproduced_draws(structure: Structure, values: dict[str, np.ndarray]) -> np.ndarray:
     """Per draw of ``values`` (from :func:`simulate`), whether :func:`verdict` would say
-    ``reproduced``: every comparison's p (:func:`p_values`, as :func:`compare` tests it) at most
+    ``reproduced``: every comparison's p (:func:`p_values`, as :func:`compare` tests it, though drawn from
+    :data:`PERMUTATIONS` random permutations where more than that many are distinct and never drawn again:
+    a power is a mean over many draws, which a p's Monte Carlo error moves by little) at most
     :data:`ALPHA`, and no reverse p at most ALPHA / m (no contradiction, :func:`contradicting`)."""
     draws = len(next(iter(values.values())))
     reproduced = np.empty(draws, dtype=bool)
     for start in range(0, draws, POWER_CHUNK):
         chunk = slice(start, start + POWER_CHUNK)
-        found = [p_values(values[better][chunk], values[worse][chunk], paired)
+        found = [p_values(values[better][chunk], values[worse][chunk], paired, exact_up_to=PERMUTATIONS)
                  for better, worse, paired in structure.comparisons]
         p, p_reverse = (np.stack(side, axis=-1) for side in zip(*found))
         reproduced[chunk] = ((p <= ALPHA).all(axis=-1)

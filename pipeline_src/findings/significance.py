@@ -9,10 +9,11 @@ Its test is a one-sided permutation test of the difference of means (scipy's
 measured in two cells. The test assumes nothing of the values' distribution: per-seed accuracies
 are bounded and often bimodal (a seed fits or it does not), and two constant sides (every seed at
 1.00 against every seed at 0.96) must not count as infinitely significant, as a t-test would
-count them. It is exact while the distinct permutations number at most :data:`PERMUTATIONS` (up
-to 6 seeds a side, 10 paired seeds), and otherwise draws that many at random with a fixed seed (p
-then counts the observed order too, so it stays valid), so a verdict is a pure function of its
-numbers.
+count them. It is exact while the distinct permutations number at most :data:`EXACT_UP_TO` (up
+to 8 seeds a side, 14 paired seeds), and otherwise draws :data:`PERMUTATIONS` at random with a fixed
+seed (p then counts the observed order too, so it stays valid), so a verdict is a pure function of its
+numbers. A drawn p whose Monte Carlo interval holds the threshold it is judged against is drawn again
+with more permutations (:func:`sharpened`, :mod:`.monte_carlo`): Monte Carlo error never decides.
 
 Alongside: the difference's two-sided 95% confidence interval (Welch's, or the paired t interval),
 and the seeds per run a test at :data:`ALPHA` needs to detect the measured difference with power
@@ -29,16 +30,23 @@ effect and number of seeds.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from .monte_carlo import MORE, ROUNDS, shown_p, straddles
 
 ALPHA = 0.05  # each comparison's level
 LEVEL = 0.95  # the confidence interval's
 POWER = 0.8  # the power the seeds a comparison needs are planned for
-PERMUTATIONS = 1_999  # exact up to this many distinct permutations, else this many random ones
+EXACT_UP_TO = 20_000  # distinct permutations enumerated up to this many (8 seeds a side: 12,870) ...
+PERMUTATIONS = 1_999  # ... else this many drawn at random ...
+MOST_PERMUTATIONS = PERMUTATIONS * MORE ** ROUNDS  # ... and more while the p's Monte Carlo interval holds its threshold
+BATCH = 20_000  # drawn permutations scored at once (memory only)
 RNG_SEED = 0  # the Monte Carlo permutations' seed
 MOST_SEEDS = 1000  # the most seeds per run a plan considers
 REPRODUCED, CONTRADICTED, UNDECIDED = "reproduced", "contradicted", "undecided"
@@ -68,6 +76,7 @@ class Comparison:
     ci_high: float
     needed: int | None  # seeds per run to decide at the measured spread (None: see why_no_plan)
     part: str = ""  # the claim's part its rule belongs to ("": none named)
+    draws: tuple[int, int] = (0, 0)  # permutations drawn for p and p_reverse where more than PERMUTATIONS, else 0
 
     @property
     def difference(self) -> float:
@@ -93,9 +102,10 @@ class Comparison:
             seeds += ", too few to test"
         ci = "no interval" if math.isnan(self.ci_low) else f"[{self.ci_low:+.2f}, {self.ci_high:+.2f}]"
         outcome = "significant" if self.significant else (
-            f"significant the other way (p = {self.p_reverse:.3g})" if self.p_reverse <= ALPHA else "not significant")
+            f"significant the other way (p = {shown_p(self.p_reverse, self.draws[1])})" if self.p_reverse <= ALPHA
+            else "not significant")
         return (f"{self.better} {np.mean(self.a):.2f} vs {self.worse} {np.mean(self.b):.2f} at {self.cell} ({seeds}): "
-                f"{self.difference:+.2f} {ci}, p = {self.p:.3g}, {outcome}")
+                f"{self.difference:+.2f} {ci}, p = {shown_p(self.p, self.draws[0])}, {outcome}")
 
 
 def compare(better: str, worse: str, cell: str, a, b, *, paired: bool) -> Comparison:
@@ -110,12 +120,20 @@ def compare(better: str, worse: str, cell: str, a, b, *, paired: bool) -> Compar
                       low, high, seeds_needed(a, b, paired))
 
 
-def p_values(a, b, paired: bool) -> tuple[np.ndarray, np.ndarray]:
+def distinct(a_seeds: int, b_seeds: int, paired: bool) -> int:
+    """The distinct permutations of two runs' seeds: 2^n sign flips of n paired seeds, else the ways
+    of choosing which of the pooled seeds are the first run's."""
+    return 2 ** a_seeds if paired else math.comb(a_seeds + b_seeds, a_seeds)
+
+
+def p_values(a, b, paired: bool, draws: int = PERMUTATIONS,
+             exact_up_to: int = EXACT_UP_TO) -> tuple[np.ndarray, np.ndarray]:
     """One-sided p of ``a`` above ``b`` (per-seed values on the last axis) and the other way, from one
     null distribution: the statistic is the pair (d, -d), d = mean(a) - mean(b), each tested as
-    'greater' (-d greater is d less). Leading axes hold separate tests (many draws at once): each
-    is tested with the same permutations as alone (exact, or the same :data:`RNG_SEED` draws), so
-    its p is the one a call with its values alone gives."""
+    'greater' (-d greater is d less); exact where the distinct permutations number at most
+    ``exact_up_to``, else from ``draws`` random ones. Leading axes hold separate tests (many draws at
+    once): each is tested with the same permutations as alone (exact, or the same :data:`RNG_SEED`
+    draws), so its p is the one a call with its values alone gives."""
     from scipy import stats
 
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -126,10 +144,69 @@ def p_values(a, b, paired: bool) -> tuple[np.ndarray, np.ndarray]:
     def both_ways(x, y, axis):
         d = np.mean(x, axis=axis) - np.mean(y, axis=axis)
         return np.stack([d, -d], axis=-1)
+    every = distinct(a.shape[-1], b.shape[-1], paired)
+    if not paired and every <= exact_up_to:
+        return _exact_independent(a, b, both_ways)
     found = stats.permutation_test(
         (a, b), both_ways, vectorized=True, permutation_type="samples" if paired else "independent",
-        alternative="greater", n_resamples=PERMUTATIONS, rng=np.random.default_rng(RNG_SEED), axis=-1).pvalue
+        alternative="greater", n_resamples=every if every <= exact_up_to else draws,
+        batch=None if every <= exact_up_to or draws <= PERMUTATIONS else BATCH,
+        rng=np.random.default_rng(RNG_SEED), axis=-1).pvalue
     return found[..., 0], found[..., 1]
+
+
+@functools.lru_cache(maxsize=64)
+def _partitions(a_seeds: int, b_seeds: int) -> np.ndarray:
+    """Every way of splitting ``a_seeds + b_seeds`` pooled values into the two runs, per row the first run's
+    positions, then the second's, each in the order scipy's exact test takes them (a set's), so that a
+    mean sums its values in scipy's order and ties at the observed difference fall as scipy's fall."""
+    pooled = set(range(a_seeds + b_seeds))
+    return np.array([list(set(chosen)) + list(set(tuple(pooled - set(chosen))))
+                     for chosen in itertools.combinations(pooled, a_seeds)], dtype=np.intp)
+
+
+def _exact_independent(a: np.ndarray, b: np.ndarray, statistic) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's exact ``independent`` permutation p's (``alternative="greater"``, its tolerance of 100 machine
+    epsilons for ties) of both components of ``statistic``, over every partition at once: scipy's own exact
+    path builds its partitions anew in Python on every call, six times slower at 8 seeds a side."""
+    tests = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    a, b = np.broadcast_to(a, tests + a.shape[-1:]), np.broadcast_to(b, tests + b.shape[-1:])
+    pooled, split = np.concatenate([a, b], axis=-1), a.shape[-1]
+    shuffled = pooled[..., _partitions(split, b.shape[-1])]  # [..., partitions, values]
+    observed = statistic(a, b, axis=-1)
+    null = statistic(shuffled[..., :split], shuffled[..., split:], axis=-1)  # [..., partitions, 2]
+    tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
+    p = (null >= (observed - tolerance)[..., None, :]).mean(axis=-2)
+    return p[..., 0], p[..., 1]
+
+
+def sharpened(test: Comparison, threshold: float, reverse_threshold: float) -> Comparison:
+    """``test`` with its p's drawn again from :data:`~.monte_carlo.MORE` times the permutations while the
+    Monte Carlo interval of its p holds ``threshold`` or that of its reverse p holds ``reverse_threshold``
+    (the levels its verdict compares them with), up to :data:`MOST_PERMUTATIONS`; ``test`` itself where its
+    p's are exact or lie clear of them."""
+    if min(len(test.a), len(test.b)) < 2 or distinct(len(test.a), len(test.b), test.paired) <= EXACT_UP_TO:
+        return test
+    draws, p, p_reverse = PERMUTATIONS, test.p, test.p_reverse
+    while draws < MOST_PERMUTATIONS and (straddles(p, draws, (threshold,))
+                                         or straddles(p_reverse, draws, (reverse_threshold,))):
+        draws *= MORE
+        p, p_reverse = (float(found) for found in p_values(test.a, test.b, test.paired, draws))
+    return test if draws == PERMUTATIONS else replace(test, p=p, p_reverse=p_reverse, draws=(draws, draws))
+
+
+def sharpened_all(comparisons: list[Comparison]) -> list[Comparison]:
+    """``comparisons`` :func:`sharpened` against the levels :func:`verdict` judges them at: each p at
+    :data:`ALPHA`, each reverse p at Holm's first step, ALPHA / m."""
+    return [sharpened(test, ALPHA, ALPHA / len(comparisons)) for test in comparisons]
+
+
+def sharpened_across(family: dict[str, list[Comparison]]) -> dict[str, list[Comparison]]:
+    """``family`` :func:`sharpened` against the levels :func:`verdict_across` judges it at: a comparison's
+    p at ALPHA / (its cells), each reverse p at ALPHA / (every test of the family)."""
+    tests = sum(len(cells) for cells in family.values())
+    return {name: [sharpened(test, ALPHA / len(cells), ALPHA / tests) for test in cells]
+            for name, cells in family.items()}
 
 
 def interval(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float]:

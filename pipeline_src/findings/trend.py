@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .monte_carlo import MORE, ROUNDS, shown_p, straddles
+
 JT_RESAMPLES = 9_999  # permutations of the Jonckheere-Terpstra test (exact where fewer are distinct) ...
-JT_MOST_RESAMPLES = 9_999 * 4 ** 4  # ... four times as many while its Monte Carlo interval holds a threshold
-JT_LEVEL = 0.99  # that interval's level (Clopper-Pearson)
+JT_MOST_RESAMPLES = JT_RESAMPLES * MORE ** ROUNDS  # ... more while its Monte Carlo interval holds a threshold
 JT_BATCH = 20_000  # permutations scored at once (memory only)
 JT_SEED = 0  # their random generator's seed: a p is a pure function of the values (and the thresholds)
 
@@ -39,29 +40,6 @@ class Trend:
         groups = " < ".join(f"{label} {mean:.2f}" for label, mean in zip(self.labels, self.means))
         return (f"{self.cell}: {groups}; {self.test} p = {shown_p(self.p, self.draws[0])} (reverse "
                 f"{shown_p(self.p_reverse, self.draws[1])}, {self.seeds} seeds)")
-
-
-def monte_carlo_error(p: float, draws: int) -> float:
-    """The standard error of a permutation p drawn from ``draws`` permutations."""
-    return (p * (1 - p) / draws) ** 0.5
-
-
-def shown_p(p: float, draws: int, digits: int = 3) -> str:
-    """``p`` as a verdict shows it: with its Monte Carlo error where it was drawn anew with more permutations
-    (``draws``), since it lay near a threshold ("0.0008 ± 0.00014 of 39,996 permutations")."""
-    if not draws:
-        return f"{p:.{digits}g}"
-    return f"{p:.{digits}g} ± {monte_carlo_error(p, draws):.2g} of {draws:,} permutations"
-
-
-def straddles(p: float, resamples: int, thresholds: tuple[float, ...]) -> bool:
-    """Whether the Monte Carlo interval (:data:`JT_LEVEL`, Clopper-Pearson) of a permutation p drawn from
-    ``resamples`` permutations (p = (hits + 1) / (resamples + 1), scipy's) holds one of ``thresholds``."""
-    from scipy.stats import binomtest
-
-    hits = round(p * (resamples + 1)) - 1
-    interval = binomtest(max(hits, 0), resamples).proportion_ci(JT_LEVEL)
-    return any(interval.low <= threshold <= interval.high for threshold in thresholds)
 
 
 def page(cell: str, labels: list[str], blocks: np.ndarray) -> Trend:
@@ -95,8 +73,8 @@ def jonckheere(cell: str, labels: list[str], groups: list[np.ndarray], threshold
     models, one value per seed) to the last: a one-sided permutation p (``scipy.stats.permutation_test``,
     the values shuffled between groups, :data:`JT_RESAMPLES` permutations drawn with :data:`JT_SEED`,
     exact where fewer are distinct), and the same for the reverse order. Monte Carlo error never decides:
-    while a drawn p's :data:`JT_LEVEL` interval holds one of the ``thresholds`` it is compared with, it is
-    drawn again with four times the permutations, up to :data:`JT_MOST_RESAMPLES`."""
+    while a drawn p's Monte Carlo interval holds one of the ``thresholds`` it is compared with, it is
+    drawn again with more permutations, up to :data:`JT_MOST_RESAMPLES` (:mod:`.monte_carlo`)."""
     values = tuple(tuple(float(value) for value in group) for group in groups)
     (p, draws), (p_reverse, draws_reverse) = (_p_value(values, alternative, tuple(thresholds))
                                               for alternative in ("greater", "less"))
@@ -119,4 +97,4 @@ def _p_value(values: tuple[tuple[float, ...], ...], alternative: str,
         exact = len(found.null_distribution) < resamples  # scipy enumerated every distinct permutation
         if exact or resamples >= JT_MOST_RESAMPLES or not straddles(float(found.pvalue), resamples, thresholds):
             return float(found.pvalue), 0 if exact or resamples == JT_RESAMPLES else resamples
-        resamples *= 4
+        resamples *= MORE
