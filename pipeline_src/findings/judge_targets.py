@@ -62,14 +62,23 @@ def intervals(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
         return stopped
     own, other = (run_summary.gain(rows, side.variant, k) for side in (rule.better, rule.worse))
     numbers = (f"{targets}; at k = {k}: {rule.better.name} {interval(own)}, {rule.worse.name} {interval(other)}")
-    if own["ci_low"] > other["ci_high"]:
-        found = REPRODUCED
-    elif own["ci_high"] < other["ci_low"]:
-        found = CONTRADICTED
-    else:
+    found = intervals_word((own["ci_low"], own["ci_high"]), (other["ci_low"], other["ci_high"]))
+    if found is None:
         found = undecided(f"the two intervals overlap ({own['n_targets']:.0f} targets); "
                           + targets_needed(own, other, analysed))
     return Finding(claim.name, claim.claim(), criterion, numbers, found)
+
+
+def intervals_word(own: tuple[float, float], other: tuple[float, float]) -> str | None:
+    """The verdict of two intervals (low, high): the own above the other's reproduces, below contradicts
+    (None: they overlap)."""
+    return REPRODUCED if own[0] > other[1] else CONTRADICTED if own[1] < other[0] else None
+
+
+def signed_rank_word(test: significance.SignedRank) -> str | None:
+    """The verdict of the paired test: own above at ALPHA reproduces, other above contradicts (None: neither)."""
+    return (REPRODUCED if test.p <= significance.ALPHA else CONTRADICTED if test.p_reverse <= significance.ALPHA
+            else None)
 
 
 def signed_rank(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
@@ -108,9 +117,10 @@ def signed_rank(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                f"[{low:+.2f}, {high:+.2f}] (95% bootstrap), mean {test.mean:+.2f} ({spread}), own above on "
                f"{test.positive} of {test.n}; signed-rank p = {test.p:.3g} (own above), {test.p_reverse:.3g} "
                "(other above)")
-    if test.p <= significance.ALPHA:
+    word = signed_rank_word(test)
+    if word == REPRODUCED:
         found = f"{REPRODUCED}: own far tokens above another document's, signed-rank p = {test.p:.3g} ({gaining_} targets)"
-    elif test.p_reverse <= significance.ALPHA:
+    elif word == CONTRADICTED:
         found = (f"{CONTRADICTED}: another document's far tokens above the own, signed-rank p = {test.p_reverse:.3g} "
                  f"({gaining_} targets)")
     else:

@@ -1,9 +1,12 @@
-"""How stable a decided verdict over seeds is: the claim judged again with each of its judged seeds left
+"""How stable a decided verdict is. Over seeds: the claim judged again with each of its judged seeds left
 out in turn (the seed's models dropped from the figure's runs), "holds in j of n leave-one-seed-out".
-A verdict that holds in fewer than all but one of them is fragile: one seed's models carry it (the
-tables mark it, :data:`FRAGILE`). The verdict itself is the claim's, on every seed; this weighs it.
+Over targets (Figure 4's): judged again on :data:`TARGET_RESAMPLES` bootstrap resamples of its gaining
+targets, "holds in x% of resamples", or, where fewer than :data:`FEW_TARGETS` gain, with each left out in
+turn. A verdict that holds in fewer than all but one leave-one-out recomputations, or in fewer than
+:data:`FRAGILE_SHARE` of its resamples, is fragile: a seed or a few targets carry it (the tables mark it,
+:data:`FRAGILE`). The verdict itself is the claim's, on every seed and target; this weighs it.
 Every p the recomputed verdicts rest on is computed as the claim's are (a permutation p near its
-threshold drawn with more permutations: :func:`.trend.jonckheere`), so Monte Carlo error does not move
+threshold drawn with more permutations: :mod:`.monte_carlo`), so Monte Carlo error does not move
 the count."""
 
 from __future__ import annotations
@@ -11,14 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import polars as pl
 
+from . import judge_targets, run_summary, significance
 from .claim_file import Claim
 from .finding import FRAGILE
 from .significance import CONTRADICTED, REPRODUCED
 
-FRAGILE_NOTE = (f"{FRAGILE} fragile: the verdict holds in fewer than all but one of its leave-one-seed-out "
-                "recomputations (holds j/n: with each of its n seeds left out in turn, j keep it).")
+TARGET_RESAMPLES = 200  # bootstrap resamples of the gaining targets a verdict over targets is judged again on
+TARGET_SEED = 0  # their random generator's seed
+FEW_TARGETS = 20  # fewer gaining targets than this: each left out in turn instead
+FRAGILE_SHARE = 0.8  # a verdict holding in fewer of its resamples than this share is fragile
+
+FRAGILE_NOTE = (f"{FRAGILE} fragile: holds in fewer than all but one leave-one-out recomputations (holds j/n: "
+                "each of n seeds, or of a few targets, left out in turn), or in under "
+                f"{FRAGILE_SHARE:.0%} of bootstrap resamples of its targets.")
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,7 @@ class Stability:
     holds: int
     of: int
     undone_by: tuple[int, ...]
+    unit: str = "seed"  # what is left out: "seed" or "target"
 
     @property
     def fragile(self) -> bool:
@@ -37,8 +49,74 @@ class Stability:
         return f"holds {self.holds}/{self.of}"
 
     def sentence(self) -> str:
-        undone = (f"; leaving out seed {', '.join(map(str, self.undone_by))} undoes it" if self.undone_by else "")
-        return f"holds in {self.holds} of {self.of} leave-one-seed-out{undone}" + (" (fragile)" if self.fragile else "")
+        undone = (f"; leaving out {self.unit} {', '.join(map(str, self.undone_by))} undoes it" if self.undone_by
+                  else "")
+        return (f"holds in {self.holds} of {self.of} leave-one-{self.unit}-out{undone}"
+                + (" (fragile)" if self.fragile else ""))
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """In how many bootstrap resamples of its ``targets`` gaining targets a verdict over targets holds."""
+
+    holds: int
+    of: int
+    targets: int
+
+    @property
+    def fragile(self) -> bool:
+        return self.holds < FRAGILE_SHARE * self.of
+
+    def __str__(self) -> str:
+        return f"holds {self.holds / self.of:.0%} of {self.of} resamples"
+
+    def sentence(self) -> str:
+        return (f"holds in {self.holds} of {self.of} bootstrap resamples of its {self.targets} gaining targets "
+                f"({self.holds / self.of:.0%})" + (" (fragile)" if self.fragile else ""))
+
+
+def weighed(claim: Claim, spec: dict, rows: pl.DataFrame, word: str,
+            judge: Callable[[Claim, dict, pl.DataFrame], object]) -> Stability | Resampled | None:
+    """The stability of ``claim``'s verdict ``word``: over its targets for a claim over targets, else
+    leave-one-seed-out (None: nothing to weigh)."""
+    if claim.kind == "targets":
+        return over_targets(claim, spec, rows, word)
+    return leave_one_seed_out(claim, spec, rows, word, judge)
+
+
+def over_targets(claim: Claim, spec: dict, rows: pl.DataFrame, word: str) -> Stability | Resampled | None:
+    """The stability of the verdict ``word`` of Figure 4's ``claim`` over its gaining targets' fractions
+    among ``rows``: in how many of :data:`TARGET_RESAMPLES` bootstrap resamples of them its rule gives
+    ``word`` again, or, with fewer than :data:`FEW_TARGETS`, in how many of the recomputations with each left
+    out (None: a verdict that decides nothing, no per-target fractions)."""
+    if word not in (REPRODUCED, CONTRADICTED) or "k_max" not in spec:
+        return None
+    pairs = run_summary.paired(rows, run_summary.f4_k(spec))
+    rule = claim.compare[0]
+    better, worse = pairs[rule.better.variant].to_numpy(), pairs[rule.worse.variant].to_numpy()
+    if len(better) < 2:
+        return None
+    again = rule_of(claim, spec)
+    if len(better) < FEW_TARGETS:
+        undone = tuple(target for i, target in enumerate(pairs["target"].to_list())
+                       if again(np.delete(better, i), np.delete(worse, i)) != word)
+        return Stability(len(better) - len(undone), len(better), undone, unit="target")
+    resamples = np.random.default_rng(TARGET_SEED).integers(0, len(better), size=(TARGET_RESAMPLES, len(better)))
+    return Resampled(sum(again(better[drawn], worse[drawn]) == word for drawn in resamples), TARGET_RESAMPLES,
+                     len(better))
+
+
+def rule_of(claim: Claim, spec: dict) -> Callable[[np.ndarray, np.ndarray], str | None]:
+    """``claim``'s verdict rule on the better and worse side's per-target fractions: the two medians'
+    bootstrap intervals (the figure's ``n_boot`` and ``seed``) or the paired signed-rank test."""
+    from ..language.influence_summary import median_interval
+
+    if claim.compare[0].test == "intervals":
+        def bounds(values: np.ndarray) -> tuple[float, float]:
+            _, low, high = median_interval(values, n_boot=spec["n_boot"], seed=spec["seed"])
+            return float(low), float(high)
+        return lambda better, worse: judge_targets.intervals_word(bounds(better), bounds(worse))
+    return lambda better, worse: judge_targets.signed_rank_word(significance.signed_rank(better, worse))
 
 
 def leave_one_seed_out(claim: Claim, spec: dict, rows: pl.DataFrame, word: str,

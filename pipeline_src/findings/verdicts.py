@@ -23,7 +23,7 @@ from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
 from .part_verdicts import part_verdicts
-from .stability import FRAGILE_NOTE, leave_one_seed_out
+from .stability import FRAGILE_NOTE, weighed
 from .finding import (COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, Finding,
                       not_judged, part_rows, rehearsed)
 
@@ -38,7 +38,7 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
     """``claim`` judged from the spec ``spec`` of its figure (None: the config does not draw it; ``task``
     the task it would show) and run-summary ``rows``; a claim whose sides are runs of different configs
     from each side's own runs (``across``), where the results given hold them. With ``weigh``, a decided
-    verdict over seeds is weighed leave-one-seed-out (:mod:`.stability`: the claim judged once per seed more)."""
+    verdict is weighed (:mod:`.stability`: the claim judged once per seed more, or on resamples of its targets)."""
     task = spec.get("task", task) if spec is not None else task
     if claim.across:
         if across is None or not across.sides:
@@ -50,7 +50,7 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)
     return replace(row, deciding=deciding(row, claim), parts=part_verdicts(claim, row.comparisons),
-                   stability=leave_one_seed_out(claim, spec, rows, row.word, JUDGES[claim.kind]) if weigh else None)
+                   stability=weighed(claim, spec, rows, row.word, JUDGES[claim.kind]) if weigh else None)
 
 
 def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], rehearsal: bool = False) -> str:

@@ -81,10 +81,7 @@ def recovered_gain(frame: pl.DataFrame, *, gain_threshold: float, n_boot: int = 
     if n == 0:
         median = low = high = np.full(k_max, np.nan)
     else:
-        median = np.median(fractions, axis=0)
-        resamples = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-        boot = np.stack([np.median(fractions[resamples, k], axis=1) for k in range(k_max)], axis=1)
-        low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        median, low, high = median_interval(fractions, n_boot=n_boot, seed=seed, level=level)
     return pl.DataFrame({
         "k": pl.Series(range(1, k_max + 1), dtype=pl.Int32),
         "n_targets": pl.Series([n] * k_max, dtype=pl.Int64),
@@ -117,6 +114,17 @@ def paired_fractions(frame: pl.DataFrame, *, gain_threshold: float, k: int) -> p
     })
 
 
+def median_interval(values: np.ndarray, *, n_boot: int, seed: int, level: float = 0.95):
+    """The median over targets (the first axis of ``values``; one column per k where 2-D) with its percentile
+    bootstrap interval at ``level``: ``n_boot`` resamples of the targets drawn with ``seed``, the same for
+    every column. (median, low, high), each a column's value or, for 1-D ``values``, a float."""
+    n = len(values)
+    resamples = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boot = np.median(values[resamples], axis=1)  # [n_boot, ...]
+    low, high = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return np.median(values, axis=0), low, high
+
+
 def paired_difference(own: np.ndarray, other: np.ndarray, *, n_boot: int, seed: int,
                       level: float = 0.95) -> tuple[float, float, float]:
     """The median over targets of ``own - other`` (each target's two fractions), with its percentile
@@ -126,9 +134,6 @@ def paired_difference(own: np.ndarray, other: np.ndarray, *, n_boot: int, seed: 
     if n_boot < 1:
         raise InfluenceError(f"n_boot must be >= 1, got {n_boot}")
     differences = np.asarray(own, dtype=np.float64) - np.asarray(other, dtype=np.float64)
-    n = len(differences)
-    if n == 0:
+    if len(differences) == 0:
         return np.nan, np.nan, np.nan
-    resamples = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    low, high = np.quantile(np.median(differences[resamples], axis=1), [(1 - level) / 2, (1 + level) / 2])
-    return float(np.median(differences)), float(low), float(high)
+    return tuple(float(value) for value in median_interval(differences, n_boot=n_boot, seed=seed, level=level))
