@@ -6,11 +6,15 @@ groups are regrouped), as screening itself promises (tests/test_influence_screen
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
+from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
+from pipeline_src.cli import main
 from pipeline_src.figures import figure4
 from pipeline_src.findings import run_summary, summary_parts, verdicts
 from pipeline_src.language import influence as inf
@@ -22,7 +26,7 @@ from pipeline_src.planning.spec_check import SpecError
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from tests.conftest import default_config
-from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets
+from tests.helpers import REPO, SMALL, claim, one_thread_per_module, random_model, small_targets
 
 one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
 
@@ -183,3 +187,52 @@ def test_parts_of_another_draw_or_a_whole_draw_are_not_merged_into_a_summary(who
     whole_rows = run_summary.frame_rows(spec, analysed(cfg))
     with pytest.raises(run_summary.SummaryError, match="rows there are a whole draw's, these parts'"):
         run_summary.merged(whole_rows.with_columns(task=pl.lit("language")), two, "summary.csv")
+
+
+def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tmp_path):
+    """``language.figure.from_summary``: the committed summary of every part gives the figure the whole
+    draw's loss columns value for value and its caption the whole draw's numbers; a summary with a part
+    missing, or of a draw not in parts, stops naming the file."""
+    cfg, plain = whole
+    spec = figure_spec(cfg, 0.1)
+    tables = written_parts(cfg, 3, tmp_path)
+    summary = tmp_path / "summary.csv"
+    run_summary.write(run_summary.language_rows(spec, tables), summary)
+    columns = [*summary_parts.ANCHORS, *summary_parts.PER_K]  # those the summary keeps
+    rebuilt = figure4.read_influence([summary], spec)
+    assert_frame_equal(rebuilt.select(columns), plain.select(columns), check_exact=True, check_dtypes=False)
+    assert not rebuilt[SCREENED_OUT].any()  # an unscreened draw
+    assert_frame_equal(run_summary.language_rows(spec, [summary]), run_summary.language_rows(spec, tables),
+                       check_exact=True)
+    drawn = CliRunner().invoke(main, [
+        "plot", "figure4", "--rule", "plot_figure4", "--spec", json.dumps({**spec, "from_summary": str(summary)}),
+        f"--out={tmp_path / 'figure4.png'}", "--caption", str(REPO / "workflow/report/figure4.rst"),
+        str(tmp_path / "figure4.caption.rst"), "--claim", str(REPO / "pipeline_src/findings/claims/F4_paired.yaml"),
+        str(summary)])
+    assert drawn.exit_code == 0, drawn.output
+    caption = (tmp_path / "figure4.caption.rst").read_text()
+    assert f"drawn from the run summary ``{summary}``" in caption and "F4'" in caption
+    some = tmp_path / "some.csv"
+    run_summary.write(run_summary.language_rows(spec, tables[:2]), some)
+    with pytest.raises(run_summary.SummaryError, match=r"some.csv: Figure 4 waits for every part: parts of the "
+                                                       r"draw not all there \(2 of 3 in"):
+        figure4.read_influence([some], spec)
+    whole_draw = tmp_path / "whole.csv"
+    run_summary.write(run_summary.frame_rows(spec, plain), whole_draw)
+    with pytest.raises(run_summary.SummaryError, match="whole.csv: no per-target losses"):
+        figure4.read_influence([whole_draw], spec)
+
+
+def test_from_summary_makes_figure4_read_the_summary_and_names_a_missing_file(tmp_path):
+    from pipeline_src.studies import study_of
+
+    config = default_config()
+    assert "from_summary" not in language_jobs.figure_spec(config, "figure4")  # unset: the spec of before the field
+    config["language"]["figure"]["from_summary"] = "docs/findings/smollm2_decide.csv"
+    assert language_jobs.figure_spec(config, "figure4")["from_summary"] == "docs/findings/smollm2_decide.csv"
+    assert study_of("figure4").figure_tables(config, "figure4") == ["docs/findings/smollm2_decide.csv"]
+    assert study_of("figure4").made_from(config, "figure4") == ["docs/findings/smollm2_decide.csv"]
+    config["language"]["figure"]["from_summary"] = str(tmp_path / "nothing.csv")
+    with pytest.raises(language_jobs.LanguageConfigError, match="language.figure.from_summary=.*nothing.csv.*: no "
+                                                                "such run summary"):
+        language_jobs.check(config)

@@ -47,7 +47,13 @@ def selection_of(path: Path) -> str | None:
 
 
 def read_influence(paths: list[Path], spec: dict):
-    """The whole draw's influence table: its own, or its parts' end to end (:mod:`.influence_parts`)."""
+    """The whole draw's influence table: its own, or its parts' end to end (:mod:`.influence_parts`), or
+    rebuilt from a run summary of every part (``language.figure.from_summary``: the per-target losses the
+    summary keeps, :func:`pipeline_src.findings.summary_parts.whole_table`)."""
+    from ..findings import run_summary, summary_parts
+
+    if len(paths) == 1 and Path(paths[0]).suffix == run_summary.SUMMARY_SUFFIX:
+        return summary_parts.whole_table(run_summary.read(Path(paths[0])), spec["k_max"], paths[0])
     return read_whole(paths, InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"]))
 
 

@@ -41,6 +41,7 @@ F4_K = 4  # F4 and F4' judge the fraction recovered at this k (or the largest k 
 FRACTION = "fraction"  # a gaining target's recovered fraction at F4's k (F4'; ``seed``: the target's row)
 TARGETS = "targets"
 BOOTSTRAP = ("gain_threshold", "n_boot", "seed")  # Figure 4's spec fields the numbers were computed with
+SUMMARY_SUFFIX = ".csv"  # a run summary's (--export FILE)
 
 
 class SummaryError(ValueError):
@@ -71,12 +72,15 @@ def task_rows(spec: dict, tables: list[Path]) -> pl.DataFrame:
 def language_rows(spec: dict, influence: list[Path]) -> pl.DataFrame:
     """Figure 4's rows (figure spec ``spec``) from the influence table ``influence`` (a list of one), or
     from the tables of some or all parts of one draw (:mod:`.summary_parts`: their own rows, and Figure
-    4's numbers once every part is there)."""
+    4's numbers once every part is there), or from a run summary of such parts (a ``.csv``: its Figure 4
+    rows, ``language.figure.from_summary``)."""
     from ..language.influence_config import InfluenceConfig
     from ..language.influence_parts import in_draw_order
     from ..language.influence_table import read_influence
     from .summary_parts import completed, part_rows
 
+    if len(influence) == 1 and Path(influence[0]).suffix == SUMMARY_SUFFIX:
+        return completed(read(Path(influence[0])).filter(pl.col("task") == LANGUAGE), spec)
     cfg = InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
     ordered = in_draw_order(influence)
     if ordered[0][1] is None:

@@ -126,6 +126,18 @@ def frame_of(rows: pl.DataFrame, k_max: int) -> pl.DataFrame:
                         **{SCREENED_OUT: pl.col(PER_K[0]).list.first().is_null()})
 
 
+def whole_table(rows: pl.DataFrame, k_max: int, source) -> pl.DataFrame:
+    """The whole draw's influence table (:func:`frame_of`) from the summary ``source``'s ``rows``: a
+    SummaryError naming the file where it holds no draw in parts (no per-target losses) or not every part."""
+    if not parts(rows):
+        raise run_summary.SummaryError(f"{source}: no per-target losses to draw Figure 4 from (a summary holds them "
+                                       "for a draw analysed in parts, language.analysis.parts)")
+    partly = withheld(rows)
+    if partly is not None:
+        raise run_summary.SummaryError(f"{source}: Figure 4 waits for every part: {partly}")
+    return frame_of(rows, k_max)
+
+
 def completed(rows: pl.DataFrame, spec: dict) -> pl.DataFrame:
     """``rows`` with Figure 4's numbers (:func:`.run_summary.frame_rows`) of the whole draw its parts make,
     where every part is in; else ``rows`` without them (a summary of some parts judges nothing)."""

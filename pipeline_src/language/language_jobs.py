@@ -19,6 +19,8 @@ uses and nothing more, so editing a value reruns exactly the jobs that use it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..planning.devices import device_setting
 from ..model_config import model_config
 from .influence_config import part_span
@@ -198,6 +200,11 @@ def job_specs(config: dict) -> dict[str, list[dict]]:
             "language_influence": [influence_spec(config, part) for part in influence_parts(config)]}
 
 
+def from_summary(config: dict) -> str | None:
+    """The run summary Figure 4 is drawn from instead of the influence tables (``figure.from_summary``), or None."""
+    return _section(config)["figure"].get("from_summary")
+
+
 def figure_spec(config: dict, figure: str) -> dict:
     section = _section(config)
     fig = section["figure"]
@@ -205,6 +212,7 @@ def figure_spec(config: dict, figure: str) -> dict:
             "gain_threshold": fig["gain_threshold"], "n_boot": fig["n_boot"], "seed": fig["seed"]}
     if figure == "figure4":
         spec["plot"] = fig["plot"]
+        spec.update({"from_summary": fig["from_summary"]} if fig.get("from_summary") else {})
     elif figure == "language_pose":
         spec.update(recover_fraction=fig["recover_fraction"], short_context=short_context(config),
                     target_length=pose_target_length(config))
@@ -241,6 +249,10 @@ def check(config: dict) -> None:
         part_span(analysis["n_targets"], analysis["batch_size"], 1, parts(config))
     except ValueError as err:
         raise LanguageConfigError(f"language.analysis.{err}") from None
+    summary = from_summary(config)
+    if summary and not (Path(summary).is_file() and Path(summary).suffix == ".csv"):
+        raise LanguageConfigError(f"language.figure.from_summary={summary!r}: no such run summary (a .csv that "
+                                  "lengthgen findings --export wrote)")
     if pose_enabled(config):
         if pose_target_length(config) <= short_context(config):
             raise LanguageConfigError(f"language.pose.target_length={pose_target_length(config)} must exceed the "

@@ -18,6 +18,11 @@ DRAW = {FIGURE4: "pipeline_src.figures.figure4:plot", POSE_FIGURE: "pipeline_src
 
 # The "This run" block of a language figure's caption (pipeline_src/figures/caption.py renders it).
 CAPTION_RUN = """\
+{% if "from_summary" in spec -%}
+**This run** (from the figure's provenance): drawn from the run summary ``{{ spec.from_summary }}``, the
+per-target losses of every part of a draw that ``lengthgen findings --export`` kept (a summary keeps numbers,
+not provenance: the model, corpus and analysis are those of the config the summary was exported with).
+{% else -%}
 **This run** (from the provenance of the figure and of every file it was made from):
 {% if has("language_train", "seed") -%}
 language model seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
@@ -34,6 +39,7 @@ bootstrap seed {{ spec.seed }}); corpus {{ value("language_corpus", "corpus.sour
 {% if has("language_corpus", "tokenizer.vocab_size") %}of {{ value("language_corpus", "tokenizer.vocab_size") }} tokens
 {%- else %}{{ value("language_corpus", "tokenizer.path") }}{% endif %}; {{ value("language_influence", "n_targets") }} analysed targets,
 {{ value("language_influence", "selection") }} selection up to k = {{ value("language_influence", "k_max") }}.
+{% endif -%}
 """
 
 
@@ -73,17 +79,21 @@ class LanguageStudy(Study):
         return lang.figure_spec(config, figure)
 
     def figure_tables(self, config: dict, figure: str) -> list[str]:
-        """Figure 4 reads the influence table (or its parts'); our PoSE figure also every model's evaluation tables."""
+        """Figure 4 reads the influence table (or its parts', or a run summary of them:
+        ``figure.from_summary``); our PoSE figure also every model's evaluation tables."""
         influence = [paths.influence_table(part) for part in lang.influence_parts(config)]
         if figure == FIGURE4:
-            return influence
+            return [lang.from_summary(config)] if lang.from_summary(config) else influence
         evaluated = [paths.language_eval_outputs(lm) for lm in lang.evaluated_models(config)]
         return ([tables["positions"] for tables in evaluated] + [tables["targets"] for tables in evaluated]
                 + influence)
 
     def made_from(self, config: dict, figure: str) -> list[str]:
         """The tables, the token stream and tokenizer, and the models: the analysed one (none for a
-        Hugging Face model) and, for our PoSE figure, every evaluated one."""
+        Hugging Face model) and, for our PoSE figure, every evaluated one; a run summary alone for Figure 4
+        drawn from one."""
+        if figure == FIGURE4 and lang.from_summary(config):
+            return self.figure_tables(config, figure)  # the summary: nothing of this run's made it
         models = [model for model in [lang.analysed_model(config)] if model]
         if figure != FIGURE4:
             models = list(dict.fromkeys([*models, *lang.evaluated_models(config)]))

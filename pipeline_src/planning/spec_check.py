@@ -92,7 +92,7 @@ def plot(figure: str, spec: dict, captioned: bool = False) -> None:
     schema = schemas.figure_spec(figure)
     _schema(spec, schema)
     for name in schema["properties"]:
-        if captioned and name not in spec:
+        if captioned and name not in spec and name not in schemas.UNSET_IN_CAPTIONS:
             raise SpecError(f"spec: {name!r} is a required property (the caption's finding reads it)")
 
 

@@ -130,17 +130,21 @@ def figure_spec(figure: str) -> dict:
     return spec(fields, ("lengths", "k_test"))
 
 
+UNSET_IN_CAPTIONS = ("from_summary",)  # a figure spec's fields that stay optional where a caption's finding reads it
+
+
 def language_figure_spec(figure: str) -> dict:
     fields = {"context": part("language", "context"), "local": part("language", "local"),
               "k_max": part("language", "analysis", "k_max"),
               **{name: part("language", "figure", name) for name in ("gain_threshold", "n_boot", "seed")}}
     if figure == "figure4":
         fields["plot"] = part("language", "figure", "plot")
+        fields["from_summary"] = {"type": "string"}  # only where set: drawn from a run summary
     else:
         fields.update(recover_fraction=part("language", "figure", "recover_fraction"),
                       short_context=resolved(part("language", "pose", "context")),
                       target_length=resolved(part("language", "pose", "target_length")))
-    return spec(fields)
+    return spec(fields, UNSET_IN_CAPTIONS)
 
 
 @functools.cache
