@@ -6,12 +6,13 @@ from __future__ import annotations
 import jinja2
 import pytest
 
-from pipeline_src.provenance.records import build_record
-from pipeline_src.planning.task_study import CAPTION_RUN
-from pipeline_src.storage.provenance import upstream_values, write_sidecar
 from pipeline_src.figures.caption import render, write_caption
 from pipeline_src.language.language_study import CAPTION_RUN as LANGUAGE_RUN
-from tests.helpers import CAPTION_TASK as TASK, caption_record as record
+from pipeline_src.planning.task_study import CAPTION_RUN
+from pipeline_src.provenance.records import build_record
+from pipeline_src.storage.provenance import upstream_values, write_sidecar
+from tests.helpers import CAPTION_TASK as TASK
+from tests.helpers import caption_record as record
 
 
 def artifact(path, rule, config, inputs=None):
@@ -33,6 +34,34 @@ def test_a_figure_records_every_value_upstream_of_it(tmp_path):
     assert len(made_with["train"]["code.git_commit"]) == 1
 
 
+def test_a_step_run_by_hand_counts_under_the_rule_it_stands_for(tmp_path):
+    """A model trained by hand (``lengthgen train`` without --rule records "manual train") with 5 steps beside
+    the workflow's of 30: the figure's record files both under ``train``, its caption says the steps differ,
+    and ``lengthgen findings`` names train.steps (not the first field of a rule the config has none of)."""
+    import click
+    from click.testing import CliRunner
+
+    from pipeline_src.figures.caption import Values
+    from pipeline_src.options import RULE
+    from pipeline_src.runs.landing import difference_text, value_differences
+
+    @click.command("train")
+    @RULE
+    def train(rule):
+        click.echo(rule)
+    assert CliRunner().invoke(train, []).output.strip() == "manual train"
+    assert CliRunner().invoke(train, ["--rule", "train"]).output.strip() == "train"
+    models = [artifact(tmp_path / f"model{seed}", rule, {"device": "auto", "train": {"steps": steps}})
+              for seed, (rule, steps) in enumerate((("train", 30), ("manual train", 5)))]
+    made_with = upstream_values(models)
+    assert set(made_with) == {"train"} and made_with["train"]["train.steps"] == [5, 30]
+    shown = Values(made_with).value("train", "train.steps", "training steps")
+    assert shown == "5, 30 training steps (differs between runs)"
+    expected = {"train": {"device": ["auto"], "train.steps": [30]}}
+    assert [difference_text(found) for found in value_differences(made_with, expected)] == [
+        "made with train train.steps=5, 30, the config says 30"]
+
+
 def test_a_caption_states_the_recorded_values_and_where_runs_differ():
     text = " ".join(render("Figure {{ spec.seeds|length }}.", record(TASK), CAPTION_RUN).split())
     assert text.startswith("Figure 2. **This run**")
@@ -48,7 +77,8 @@ LANGUAGE = {"language_train": {"seed": [0], "model.d_model": [128], "model.n_lay
 
 
 @pytest.mark.parametrize("tokenizer, shown", [({"tokenizer.vocab_size": [4096]}, "tokenizer of 4096 tokens;"),
-                                              ({"tokenizer.path": ["tok/tokenizer.json"]}, "tokenizer tok/tokenizer.json;")])
+                                              ({"tokenizer.path": ["tok/tokenizer.json"]},
+                                               "tokenizer tok/tokenizer.json;")])
 def test_a_language_caption_names_its_tokenizer_by_size_or_file(tokenizer, shown):
     corpus = {key: value for key, value in LANGUAGE["language_corpus"].items() if not key.startswith("tokenizer")}
     made_with = {**LANGUAGE, "language_corpus": {**corpus, **tokenizer}}

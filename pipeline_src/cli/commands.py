@@ -16,10 +16,11 @@ from pathlib import Path
 
 import click
 
-from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, model_job_errors
+from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
 from ..runs import COMMANDS
-from ..studies import all_figures, study_of
 from ..storage.errors import one_line
+from ..storage.provenance import HAND_RUN
+from ..studies import all_figures, study_of
 
 
 class Commands(click.Group):
@@ -52,13 +53,14 @@ def main(debug: bool) -> None:
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
     checked("generate", spec)
-    from ..storage import datasets
     from ..provenance.records import build_record
+    from ..storage import datasets
     from ..tasks import get_task
 
     task = get_task(spec["task"])
     make = {"train": task.generate_train, "eval": task.generate_eval}[spec["split"]]
     frame = make(spec["params"], spec["seed"])
+    rule = hand_run(f"{spec['split']}_data") if rule == HAND_RUN else rule
     record = build_record(rule, "data", spec, seeds={"seed": spec["seed"]}, task=spec["task"])
     datasets.write(frame, out, task.schema, record)
     click.echo(f"wrote {len(frame):,} samples to {out}", err=True)
@@ -115,8 +117,8 @@ def checked(step: str, *args, **inputs) -> None:
 @contextlib.contextmanager
 def _training_errors():
     """A device, checkpoint or divergence error of a training job as a clean CLI error."""
-    from ..training.checkpoints import CheckpointError
     from ..device import DeviceError
+    from ..training.checkpoints import CheckpointError
     from ..training.train import TrainingDiverged
 
     try:
@@ -264,6 +266,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--spec") from None
     checked("plot", figure, spec, captioned=bool(caption))
+    rule = hand_run(f"plot_{figure}") if rule == HAND_RUN else rule
     study.draw(figure)(spec, list(inputs), list(outputs), rule=rule)
     from ..figures.caption import write_caption
     from ..findings.fit_gate import figure_note

@@ -181,13 +181,23 @@ def add_values(fields: dict[str, list], config: dict) -> None:
             values.append(value)
 
 
+HAND_RUN = "manual"  # the rule a step run by hand records, before the workflow rule it stands for: "manual train"
+
+
+def workflow_rule(rule: str) -> str:
+    """The workflow rule a record's ``rule`` stands for: itself, or for a step run by hand ("manual train")
+    the rule it was run in place of, so that what it was made with is read beside the workflow's own runs."""
+    return rule.removeprefix(f"{HAND_RUN} ") or rule
+
+
 def upstream_values(inputs: list[str | Path], locate: Callable[[str], str] | None = None,
                     stand_ins: Callable[[str], list[str]] | None = None) -> dict[str, dict[str, list]]:
     """What ``inputs`` were made from, as a figure records it (``made_with``): per rule of their
     provenance chains (theirs included), each config field's distinct values over the rule's
     artifacts (``"model.d_model": [64]``), and the git commits and dirty flags of the code that made
-    them (``"code.git_commit"``, ``"code.git_dirty"``). Artifacts without a record add nothing;
-    ``locate`` and ``stand_ins`` as for :func:`trace`."""
+    them (``"code.git_commit"``, ``"code.git_dirty"``). A step run by hand counts under the rule it
+    stands for (:func:`workflow_rule`), so a value it changed shows as differing. Artifacts without a
+    record add nothing; ``locate`` and ``stand_ins`` as for :func:`trace`."""
     found: dict[str, dict[str, list]] = {}
     visited: set[str] = set()
 
@@ -197,7 +207,8 @@ def upstream_values(inputs: list[str | Path], locate: Callable[[str], str] | Non
         visited.add(node["path"])
         record = node["record"]
         code = {key: record.get("code", {}).get(key) for key in ("git_commit", "git_dirty")}
-        add_values(found.setdefault(record.get("rule", "unknown"), {}), {**record.get("config", {}), "code": code})
+        rule = workflow_rule(record.get("rule", "unknown"))
+        add_values(found.setdefault(rule, {}), {**record.get("config", {}), "code": code})
         for sub in node["upstream"].values():
             walk(sub)
 
