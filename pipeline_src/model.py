@@ -316,7 +316,8 @@ class Decoder(nn.Module):
         ``positions_checked=True``: the caller ran :meth:`check_positions` on these ids already.
         """
         if tokens.shape != position_ids.shape:
-            raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} differ in shape")
+            raise ValueError(f"tokens {tuple(tokens.shape)} and position_ids {tuple(position_ids.shape)} "
+                             "differ in shape")
         if attention_mask is not None and (attention_mask.shape != tokens.shape or attention_mask.dtype != torch.bool):
             raise ValueError("attention_mask must be a bool tensor shaped like tokens")
         if cache is not None:
@@ -325,7 +326,8 @@ class Decoder(nn.Module):
             if cache.layers and len(cache.layers) != len(self.blocks):
                 raise ValueError(f"cache has {len(cache.layers)} layers, the model {len(self.blocks)}")
             if cache.layers and cache.layers[0][0].shape[0] != tokens.shape[0]:
-                raise ValueError(f"cache batch size {cache.layers[0][0].shape[0]} != tokens batch size {tokens.shape[0]}")
+                raise ValueError(f"cache batch size {cache.layers[0][0].shape[0]} != tokens batch size "
+                                 f"{tokens.shape[0]}")
         if not positions_checked:
             self.check_positions(position_ids)
         T_past = cache.length if cache is not None else 0
@@ -341,7 +343,7 @@ class Decoder(nn.Module):
 
         pasts = cache.layers if T_past > 0 else [None] * len(self.blocks)
         new_layers, attention = [], []
-        for block, past in zip(self.blocks, pasts):
+        for block, past in zip(self.blocks, pasts, strict=False):
             x, kv, probs = block(x, rotate, mask, past, attention_of)
             new_layers.append(kv)
             if attention_of is not None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .language.language_study import LanguageStudy
 from .planning import paths
 from .planning.study import Study
 from .planning.task_study import TaskStudy
-from .language.language_study import LanguageStudy
 
 STUDIES: tuple[Study, ...] = (TaskStudy(), LanguageStudy())
 

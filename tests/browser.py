@@ -53,7 +53,8 @@ def rendered_text(page: Path) -> str:
         pytest.skip("no chromium on this machine (CI installs it: .ci/run)")
     done = _in_window(Path(page), (1280, 800), "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert not re.search(r'<div id="app">\s*</div>', done.stdout), f"{page}: the report's scripts had not built the page"
+    assert not re.search(r'<div id="app">\s*</div>', done.stdout), (
+        f"{page}: the report's scripts had not built the page")
     parser = _VisibleText()
     parser.feed(done.stdout)
     return re.sub(r"\s+", " ", "".join(parser.parts))

@@ -23,10 +23,6 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src.planning import jobs
-from pipeline_src.planning import paths
-from pipeline_src.planning.cell_jobs import cell_jobs
-from pipeline_src.provenance.records import build_record
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.stats import wilson_interval
 from pipeline_src.language import language_jobs as lang
@@ -34,13 +30,15 @@ from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, influence_schema
 from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.planning import jobs, paths
+from pipeline_src.planning.cell_jobs import cell_jobs
+from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from pipeline_src.storage.provenance import attach, write_sidecar
 from pipeline_src.tasks import get_task
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
 from tests.conftest import default_config, tiny_train_spec
-
 
 # --- the workflow in a temporary folder, and Snakemake runs (test_workflow.py) --------------------
 
@@ -183,9 +181,12 @@ TASK_PARAMS = {
         "varied_from": 5,  # shorter samples have too few distinct prompts to differ reliably
     },
     "variable_assignment": {
-        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_samples": 200},
-        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_per_cell": 40},
-        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "depth_law": "capped", "scratchpad": True, "n_samples": 30},
+        "train": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 16, "d_max": 4, "depth_law": "capped",
+                  "scratchpad": True, "n_samples": 200},
+        "eval": {"n_vars": 24, "name_tokens": 1, "lengths": [1, 3, 8, 24], "d_max": 4, "depth_law": "capped",
+                 "scratchpad": True, "n_per_cell": 40},
+        "small": {"n_vars": 24, "name_tokens": 1, "n_min": 2, "n_max": 6, "d_max": 4, "depth_law": "capped",
+                  "scratchpad": True, "n_samples": 30},
         "regrid": [[24, 8, 2]],
     },
     "sparse_parity_scratchpad": {
@@ -408,7 +409,7 @@ def influence_table(config, results, own: np.ndarray, other: np.ndarray) -> None
     short = long + KEY_TOKEN_GAIN / 2  # a gain of 1 nat: above the threshold, no key tokens
 
     def losses(fraction):
-        return pl.Series([[s - f * (s - lo)] * cfg.k_max for s, lo, f in zip(short, long, fraction)],
+        return pl.Series([[s - f * (s - lo)] * cfg.k_max for s, lo, f in zip(short, long, fraction, strict=False)],
                          dtype=pl.List(pl.Float64))
     frame = pl.DataFrame({
         "doc": pl.Series(range(n), dtype=pl.Int64), "t": pl.Series([cfg.context] * n, dtype=pl.Int32),

@@ -12,7 +12,6 @@ from typing import Callable
 import numpy as np
 import polars as pl
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from pipeline_src.language.influence import other_targets, random_draws, result_frame
@@ -40,7 +39,7 @@ def sequence_loss(logits_fn: LogitsFn, context: np.ndarray, target: int, keep: l
 def divergence(reference: torch.Tensor, log_probs: torch.Tensor) -> float:
     """KL(p || q) = sum over the vocabulary of p_v (log p_v - log q_v), written out term by term:
     log p = ``reference``, log q = ``log_probs``; tokens with p_v = 0 add nothing."""
-    return math.fsum(math.exp(lp) * (lp - lq) for lp, lq in zip(reference.tolist(), log_probs.tolist())
+    return math.fsum(math.exp(lp) * (lp - lq) for lp, lq in zip(reference.tolist(), log_probs.tolist(), strict=False)
                      if math.exp(lp) > 0)
 
 
@@ -75,13 +74,13 @@ def reference_influential_tokens(model: "nn.Module | Callable | None", targets: 
         return chosen, [loss(chosen[:k]) for k in range(1, cfg.k_max + 1)]
 
     with torch.inference_mode():
-        for i, (context, target) in enumerate(zip(contexts, target_tokens.tolist())):
-            def loss(far_positions, context=context):
+        for i, (context, target) in enumerate(zip(contexts, target_tokens.tolist(), strict=False)):
+            def loss(far_positions, context=context, target=target):
                 return sequence_loss(fn, context, target, sorted(far_positions) + window, device)
 
             p_long = next_token_log_probs(fn, context, list(range(cfg.context)), device)
 
-            def criterion(far_positions, context=context):
+            def criterion(far_positions, context=context, p_long=p_long):
                 """greedy_kl: KL from the target's own full context (also over another's far tokens)."""
                 if cfg.selection != "greedy_kl":
                     return loss(far_positions, context=context)
@@ -95,7 +94,7 @@ def reference_influential_tokens(model: "nn.Module | Callable | None", targets: 
             rows["chosen"].append(chosen)
             rows["random"].append([np.mean([loss(draw[:k].tolist()) for draw in draws[i]])
                                    for k in range(1, cfg.k_max + 1)])
-            rows["other"].append(select(lambda js: loss(js, context=other),
-                                        lambda js: criterion(js, context=other))[1])
+            rows["other"].append(select(lambda js, other=other: loss(js, context=other),
+                                        lambda js, other=other: criterion(js, context=other))[1])
     return result_frame(targets, donors, rows["long"], rows["short"], rows["sparse"], rows["chosen"],
                         rows["random"], rows["other"])

@@ -102,7 +102,8 @@ def one_node_slurm(root: Path, cpus: int, mem_mb: int = 64000):
         wait_for(lambda: (root / "munge" / "socket").exists(), "munged", root, started)
         for daemon, args in (("slurmctld", ["-D", "-c", "-i"]), ("slurmd", ["-D"])):
             with open(root / f"{daemon}.out", "w") as out:
-                started.append(subprocess.Popen([DAEMONS[daemon], *args], env=env, stdout=out, stderr=subprocess.STDOUT))
+                started.append(subprocess.Popen([DAEMONS[daemon], *args], env=env, stdout=out,
+                                                stderr=subprocess.STDOUT))
         wait_for(lambda: node_state(env) == "idle", "an idle node", root, started)
         yield env
     finally:
@@ -126,6 +127,7 @@ def wait_for(ready, what: str, root: Path, started: list, timeout: float = 60) -
     end = time.monotonic() + timeout
     while not ready():
         if time.monotonic() > end or any(p.poll() is not None for p in started):
-            logs = "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted(root.glob("*.log")) + sorted(root.glob("*.out")))
+            logs = "".join(f"\n--- {p.name}\n{p.read_text()[-2000:]}"
+                           for p in sorted(root.glob("*.log")) + sorted(root.glob("*.out")))
             raise RuntimeError(f"no {what} (daemons stopped or {timeout:.0f} s passed){logs}")
         time.sleep(0.5)

@@ -83,7 +83,7 @@ def test_padded_operands_give_the_same_sums_with_one_more_leading_zero(frame):
     TASK.schema.validate(padded)
     assert padded["response"].to_list() == frame["response"].to_list()
     assert padded["response_pos"].to_list() == frame["response_pos"].to_list()
-    for plain, row in zip(frame.iter_rows(named=True), padded.iter_rows(named=True)):
+    for plain, row in zip(frame.iter_rows(named=True), padded.iter_rows(named=True), strict=False):
         a, b, _, _, _ = decoded(plain)
         tokens = TASK.vocab.decode(row["prompt"])
         n = row["length"]
@@ -98,7 +98,7 @@ def test_padded_operands_give_every_response_token_a_partner_of_its_own_id():
     for row in padded.iter_rows(named=True):
         tokens = TASK.vocab.decode(row["prompt"])
         partners = {}
-        for token, position in zip(tokens, row["prompt_pos"]):
+        for token, position in zip(tokens, row["prompt_pos"], strict=False):
             partners.setdefault(position, []).append(token)
         n, r = row["length"], addition.OFFSET
         for i, position in enumerate(row["response_pos"][:-1], start=1):

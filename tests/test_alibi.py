@@ -9,12 +9,12 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src.training.checkpoints import load_model
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.schemes import get_encoding, get_scheme
 from pipeline_src.schemes.alibi import alibi_slopes
 from pipeline_src.schemes.scheme import identity_ids
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 

@@ -12,15 +12,15 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src.config.load import validate
-from pipeline_src.config.layers import ConfigError
 from pipeline_src import schemes
-from pipeline_src.planning import jobs
-from pipeline_src.training.checkpoints import load_model
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.config.load import validate
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.language import language_jobs as language_config
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.model_config import model_config
+from pipeline_src.planning import jobs
+from pipeline_src.training.checkpoints import load_model
 from pipeline_src.training.train import train
 from tests.conftest import REPO, default_config, tiny_train_spec
 
@@ -147,12 +147,12 @@ def test_attention_with_a_kv_cache(scale, encoding):
             default = model(tokens[:, start:end], ids[:, start:end], cache=cache, use_cache=True)
             explicit = every_query(model, tokens[:, start:end], ids[:, start:end], cache=cache, use_cache=True)
             assert torch.equal(explicit.token_logits, default.token_logits)
-            for (k0, v0), (k1, v1) in zip(default.cache.layers, explicit.cache.layers):
+            for (k0, v0), (k1, v1) in zip(default.cache.layers, explicit.cache.layers, strict=False):
                 assert torch.equal(k1, k0) and torch.equal(v1, v0)
             outputs.append(explicit)
             cache = default.cache
     for layer in range(model.cfg.n_layer):
-        for out, (start, end) in zip(outputs, ((0, 4), (4, 8), (8, 9))):
+        for out, (start, end) in zip(outputs, ((0, 4), (4, 8), (8, 9)), strict=False):
             probs = out.attention[layer]
             assert probs.shape == (3, 4, end - start, end)  # [B, H, T, T_past + T]
             torch.testing.assert_close(probs, full.attention[layer][:, :, start:end, :end], rtol=1e-5, atol=1e-6)
@@ -168,7 +168,7 @@ def test_bf16_autocast_with_explicit_attention(scale):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             outs = [every_query(model, tokens, ids, m) if asked else model(tokens, ids, m)
                     for m in (None, mask) for asked in (False, True)]
-    for out, ref in zip(outs, refs):
+    for out, ref in zip(outs, refs, strict=False):
         assert (out.token_logits.float() - ref).abs().max() < 0.05 * ref.abs().max() + 2e-2
     assert outs[1].attention[0].dtype == torch.float32
     torch.testing.assert_close(outs[1].attention[0].sum(-1), torch.ones(3, 4, 9), rtol=0, atol=1e-5)
@@ -192,7 +192,7 @@ def test_none_is_todays_model_bit_for_bit(encoding):
     tokens, ids, mask = batch()
     for model in models:
         model(tokens, ids, mask).token_logits.pow(2).mean().backward()
-    for (name, p), q in zip(models[0].named_parameters(), models[1].parameters()):
+    for (name, p), q in zip(models[0].named_parameters(), models[1].parameters(), strict=False):
         assert torch.equal(p.grad, q.grad), name
     outputs = []
     with torch.no_grad():
@@ -203,7 +203,7 @@ def test_none_is_todays_model_bit_for_bit(encoding):
             outputs.append([model(tokens, ids).token_logits, model(tokens, ids, mask).token_logits,
                             cached.token_logits, more.token_logits,
                             model(tokens[:, 8:], ids[:, 8:], cache=more.cache).token_logits])
-    assert all(torch.equal(x, y) for x, y in zip(*outputs))
+    assert all(torch.equal(x, y) for x, y in zip(*outputs, strict=False))
 
 
 # ---------------------------------------------------------------- attention_scale: log_length

@@ -30,7 +30,8 @@ def finished(tmp_path_factory) -> Path:
     (root / "config" / "config.yaml").write_bytes((REPO / "config" / "config.yaml").read_bytes())
     write_dataset(root / "train.parquet", "train", {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 300})
     write_dataset(root / "eval.parquet", "eval", {"k_test": [1, 2], "lengths": [20, 60], "n_per_cell": 6}, seed=2)
-    for args in (["train", "--spec", json.dumps(tiny_train_spec()), "--train-data", "train.parquet", "--out-dir", "model"],
+    for args in (["train", "--spec", json.dumps(tiny_train_spec()), "--train-data", "train.parquet",
+                  "--out-dir", "model"],
                  ["evaluate", "--spec", json.dumps(EVAL_SPEC), "--model-dir", "model", "--eval-data", "eval.parquet",
                   "--out", "accuracy.parquet"]):
         done = invoke(root, args)
@@ -95,13 +96,14 @@ CASES = [
     ("spec: a batch of 0", lambda r: ["evaluate", "--spec", json.dumps({**EVAL_SPEC, "batch_size": 0}), "--model-dir",
                                       "model", "--eval-data", "eval.parquet", "--out", "new.parquet"], None,
      ["batch_size"]),
-    ("spec: an unknown task", lambda r: ["generate", "--spec", json.dumps({"task": "parity", "split": "train", "seed": 1,
-                                                                           "params": {}}), "--out", "new.parquet"],
+    ("spec: an unknown task", lambda r: ["generate", "--spec",
+                                         json.dumps({"task": "parity", "split": "train", "seed": 1, "params": {}}),
+                                         "--out", "new.parquet"],
      None, ["task", "'parity'"]),
     ("spec: not JSON", lambda r: ["train", "--spec", "{steps: 5", "--train-data", "train.parquet", "--out-dir", "new"],
      None, ["--spec"]),
-    ("cli: an unknown figure", lambda r: ["plot", "figure9", "--spec", "{}", "--out", "x.png", "accuracy.parquet"], None,
-     ["figure9"]),
+    ("cli: an unknown figure", lambda r: ["plot", "figure9", "--spec", "{}", "--out", "x.png", "accuracy.parquet"],
+     None, ["figure9"]),
     ("cli: no training set", lambda r: ["train", "--spec", spec_of(), "--out-dir", "new"], None, ["--train-data"]),
     ("cli: a training set that is not there", lambda r: ["train", "--spec", spec_of(), "--train-data", "no.parquet",
                                                          "--out-dir", "new"], None, ["no.parquet"]),

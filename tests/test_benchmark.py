@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from pipeline_src.runs.benchmarks.training_step import flops_per_token, format_report, matmul_rate, run_benchmark
 from pipeline_src.model import ModelConfig
+from pipeline_src.runs.benchmarks.training_step import flops_per_token, format_report, matmul_rate, run_benchmark
 
 
 def hand_count(d: int, layers: int, mlp: int, vocab: int) -> int:
@@ -105,7 +105,8 @@ def test_the_compiled_step_is_timed_and_named(monkeypatch):
     monkeypatch.setattr(train, "COMPILE_BACKEND", "aot_eager")
     calls = []
     real = train.compiled
-    monkeypatch.setattr("pipeline_src.runs.benchmarks.training_step.compiled", lambda model, device: calls.append(device) or real(model, device))
+    monkeypatch.setattr("pipeline_src.runs.benchmarks.training_step.compiled",
+                        lambda model, device: calls.append(device) or real(model, device))
     result = run_benchmark(d_model=16, n_layer=1, n_head=2, seq_len=8, batch_size=2, steps=1, warmup=1,
                            matmul_size=128, device="cpu", compile=True)
     assert calls == [torch.device("cpu")] and result["config"]["compile"] and result["tokens_per_s"] > 0

@@ -44,7 +44,8 @@ def test_the_table_gives_each_part_a_row_and_marks_the_reconstructions_reading()
     assert any(line.startswith("| F1r (a) | ") and "reproduced (p <= 3.5e-07)" in line for line in lines)
     assert any(line.startswith(f"| F1r (b) {READING} | ") and "contradicted (p = 0.0008 ± 0.0001)" in line
                for line in lines)
-    assert any(line.startswith("| F1r | ") and "contradicted (p = 0.0008 ± 0.0001, holds 3/8) ◊" in line for line in lines)
+    assert any(line.startswith("| F1r | ") and "contradicted (p = 0.0008 ± 0.0001, holds 3/8) ◊" in line
+               for line in lines)
     assert READING_NOTE in lines and FRAGILE_NOTE in lines
 
 

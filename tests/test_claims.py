@@ -19,14 +19,20 @@ F1 = (SHIPPED / "F1.yaml").read_text()
 
 
 @pytest.mark.parametrize("text, field", [
-    (F2.replace("coupled: true, name", "coupeld: true, name"), "field compare[0].better: unknown key ('coupeld' was unexpected) (did you mean 'coupled'?)"),
+    (F2.replace("coupled: true, name", "coupeld: true, name"),
+     "field compare[0].better: unknown key ('coupeld' was unexpected) (did you mean 'coupled'?)"),
     (F2.replace("figure: figure2", "figur: figure2"), "unknown key ('figur' was unexpected) (did you mean 'figure'?)"),
-    (F2.replace("variant: scratchpad, coupled: true", "variant: scratchpd, coupled: true"), "field compare[0].better.variant: no run variant 'scratchpd'"),
-    (F1.replace("scheme: rope_pose, K_train: larger", "scheme: rope, K_train: larger").replace("rope_pose", "rope_posee"), "field compare[0].better.scheme: no scheme 'rope_posee'"),
+    (F2.replace("variant: scratchpad, coupled: true", "variant: scratchpd, coupled: true"),
+     "field compare[0].better.variant: no run variant 'scratchpd'"),
+    (F1.replace("scheme: rope_pose, K_train: larger", "scheme: rope, K_train: larger")
+     .replace("rope_pose", "rope_posee"),
+     "field compare[0].better.scheme: no scheme 'rope_posee'"),
     (F2.replace("figure: figure2", "figure: figure9"), "field figure: no figure 'figure9'"),
-    (F2.replace("lengths: {beyond: 1.5}", "lengths: {beyond: 0}"), "field lengths.beyond: 0 is less than or equal to the minimum of 0"),
+    (F2.replace("lengths: {beyond: 1.5}", "lengths: {beyond: 0}"),
+     "field lengths.beyond: 0 is less than or equal to the minimum of 0"),
     (F1.replace("lengths: longest", "lengths: {from: 8, to: 2}"), "field lengths.from: 8 is above lengths.to 2"),
-    (F2.replace("lengths: {beyond: 1.5}", "lengths: {at: [-30]}"), "field lengths.at[0]: -30 is less than the minimum of 1"),
+    (F2.replace("lengths: {beyond: 1.5}", "lengths: {at: [-30]}"),
+     "field lengths.at[0]: -30 is less than the minimum of 1"),
     (F2.replace("test: permutation", "test: page"), "field compare[0]: a page test compares the groups of 'rising'"),
     (F2.replace("name: F2\n", "name: F3\n"), "field name: 'F3' is also the name of"),
     (re.sub(r"commit: [0-9a-f]{40}", "commit: 6516a14", F2), "field registered.commit: '6516a14' does not match"),
@@ -69,14 +75,16 @@ def test_a_registration_not_in_heads_history_stops_findings_before_any_table(tmp
     monkeypatch.chdir(REPO)
     mine = tmp_path / "mine"
     mine.mkdir()
-    (mine / "again.yaml").write_text(re.sub(r"commit: [0-9a-f]{40}", f"commit: {'dead' * 10}", F2).replace("name: F2\n", "name: F2b\n"))
+    (mine / "again.yaml").write_text(re.sub(r"commit: [0-9a-f]{40}", f"commit: {'dead' * 10}", F2)
+                                     .replace("name: F2\n", "name: F2b\n"))
     for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", "-C", str(mine), *command], check=True)
     unreadable = tmp_path / "summary.csv"
     unreadable.write_text("not a run summary")
     done = CliRunner().invoke(main, ["findings", "--from-summary", str(unreadable), "--claims", str(mine)])
     assert done.exit_code == 1 and len(done.output.strip().splitlines()) == 1, done.output
-    assert f"{mine / 'again.yaml'}: field registered.commit: {'dead' * 10} is not a commit of HEAD's history" in done.output
+    assert (f"{mine / 'again.yaml'}: field registered.commit: {'dead' * 10} is not a commit of HEAD's history"
+            in done.output)
 
 
 def test_each_shipped_registration_is_in_heads_history_and_names_a_heading():

@@ -79,7 +79,8 @@ def test_ssmax_above_without_in_two_folders_is_reproduced_and_dated_against_both
     assert one.startswith("ssmax_reach: reproduced written pre-registered: claim as judged committed "), one
     assert f"Read ppc with scalable softmax from {with_}, ppc without from {without}." in one
     compared = re.findall(COMPARED, one)
-    assert [(better, worse, length) for better, worse, length, _ in compared] == [("0.90", "0.40", "40"), ("0.90", "0.40", "80")]
+    assert [(better, worse, length) for better, worse, length, _ in compared] == [("0.90", "0.40", "40"),
+                                                                                  ("0.90", "0.40", "80")]
     assert all(float(p) <= 0.05 / 2 for *_, p in compared)  # significant after Holm over the two lengths
     assert re.findall(COMPARED, other) == compared
 
@@ -116,10 +117,12 @@ def exported(folders, tmp_path) -> dict[str, str]:
 def test_two_summaries_give_the_verdict_and_numbers_of_their_folders(folders, in_repo, tmp_path):
     summaries = exported(folders, tmp_path)
     from_folders = judged(findings(folders / "without", WITHOUT, "--also", folders / "with"))
-    done = findings(None, WITHOUT, "--from-summary", summaries["without"], "--also", f"{summaries['with']}={','.join(WITH)}")
+    done = findings(None, WITHOUT, "--from-summary", summaries["without"],
+                    "--also", f"{summaries['with']}={','.join(WITH)}")
     from_summaries = judged(done)
     assert from_summaries.startswith("ssmax_reach: reproduced")
-    assert f"Read ppc with scalable softmax from {summaries['with']}, ppc without from {summaries['without']}." in from_summaries
+    assert (f"Read ppc with scalable softmax from {summaries['with']}, ppc without from {summaries['without']}."
+            in from_summaries)
     assert re.findall(COMPARED, from_summaries) == re.findall(COMPARED, from_folders) != []
 
 
@@ -129,7 +132,8 @@ def test_a_scale_of_two_summaries_shows_the_claim_in_the_table(folders, in_repo,
     summaries = exported(folders, tmp_path)
     scale = {"name": "GPU ssmax", "short": "ssmax", "summary": "without.csv", "configfiles": list(WITHOUT),
              "device": "a GPU", "date": "2026-12-01", "also": [{"summary": "with.csv", "configfiles": list(WITH)}]}
-    waiting = {**scale, "name": "later", "short": "later", "also": [{"summary": "later.csv", "configfiles": list(WITH)}]}
+    waiting = {**scale, "name": "later", "short": "later",
+               "also": [{"summary": "later.csv", "configfiles": list(WITH)}]}
     (tmp_path / "scales.yaml").write_text(yaml.safe_dump([scale, waiting]))
     done = CliRunner().invoke(main, ["findings", "--scales", str(tmp_path / "scales.yaml"),
                                      "--markdown", str(tmp_path / "page.md")])

@@ -152,8 +152,8 @@ def test_four_cells_share_one_gpu_per_submission(listing, dry_run):
     assert (group["cpus_per_task"], group["mem_mb"], group["runtime"]) == (8, 32000, 720 + 60)
 
 
-NODE = {"LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "6000", "LENGTHGEN_SLURM_MODELS_PER_GPU": "2",
-        "LENGTHGEN_SLURM_GRES": "gpu:a100:1"}
+NODE = {"LENGTHGEN_SLURM_MODEL_CPUS": "2", "LENGTHGEN_SLURM_MODEL_MEM_MB": "6000",
+        "LENGTHGEN_SLURM_MODELS_PER_GPU": "2", "LENGTHGEN_SLURM_GRES": "gpu:a100:1"}
 
 
 @pytest.mark.e2e
@@ -182,7 +182,8 @@ def test_the_documented_runtime_override_keeps_the_rest_of_the_profile(workdir, 
     """docs/cluster.md's way to give training more time changes that and nothing else: a --set-resources
     on the command line would replace the profile's whole set-resources."""
     override = {"LENGTHGEN_SLURM_TRAIN_RUNTIME": "1440"}
-    assert "LENGTHGEN_SLURM_TRAIN_RUNTIME=1440 snakemake all --workflow-profile profiles/slurm" in cluster_page_section()
+    assert ("LENGTHGEN_SLURM_TRAIN_RUNTIME=1440 snakemake all --workflow-profile profiles/slurm"
+            in cluster_page_section())
     changed = requested(slurm_dry_run(workdir, {**ENV, **override}))
     assert {r["runtime"] for r in changed["train"]} == {"1440"}
     assert [{**r, "runtime": "720"} for r in changed["train"]] == dry_run["train"]

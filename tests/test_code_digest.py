@@ -11,10 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.provenance import code_digest
-from pipeline_src.provenance.code_digest import (DRAWN_BY_NAME, STAGE_COMMANDS, STAGE_ENTRIES, closure,
-                                                  entry_modules, left_out, stage_digest)
 from pipeline_src.language.language_study import DRAW
+from pipeline_src.provenance import code_digest
+from pipeline_src.provenance.code_digest import (
+    DRAWN_BY_NAME,
+    STAGE_COMMANDS,
+    STAGE_ENTRIES,
+    closure,
+    entry_modules,
+    left_out,
+    stage_digest,
+)
 from pipeline_src.tasks import TASKS
 
 REAL = code_digest.PACKAGE_DIR

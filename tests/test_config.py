@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import DEFAULT, edited, merged
-from pipeline_src.config.load import load_config, validate
 from pipeline_src.config.layers import ConfigError
-
-from pipeline_src.storage.canonical import canonical_json
+from pipeline_src.config.load import load_config, validate
 from pipeline_src.planning import jobs
+from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.tasks import get_task
+from tests.helpers import DEFAULT, edited, merged
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,13 +25,15 @@ def test_default_config_passes_and_lists_every_task_and_figure():
 
 
 def test_sparse_parity_variants_are_k_train_values():
-    config = edited(sparse_parity={"k_train": [3, 1], "schemes": ["rope", "nope"], "seeds": [1, 0], "train": {"steps": 100}})
+    config = edited(sparse_parity={"k_train": [3, 1], "schemes": ["rope", "nope"], "seeds": [1, 0],
+                                   "train": {"steps": 100}})
     cells = jobs.cells(config, "sparse_parity")
     assert [(c["variant"], c["scheme"], c["seed"]) for c in cells][:3] == [("k1", "rope", 0), ("k1", "rope", 1),
                                                                             ("k1", "nope", 0)]
     assert len(cells) == 8
     spec = jobs.train_data_spec(config, "sparse_parity", "k3")
-    assert spec["params"] == {"k_train": 3, "l_min": 10, "l_max": 25, "n_samples": DEFAULT["sparse_parity"]["data"]["n_train"]}
+    assert spec["params"] == {"k_train": 3, "l_min": 10, "l_max": 25,
+                              "n_samples": DEFAULT["sparse_parity"]["data"]["n_train"]}
     assert jobs.train_spec(config, "sparse_parity", "k3", "rope", 0)["k_train"] == 3
     assert jobs.eval_data_name("sparse_parity", "k1") == jobs.eval_data_name("sparse_parity", "k3") == "eval"
 
@@ -44,11 +45,12 @@ def test_variable_assignment_variants_set_the_scratchpad_flag_of_both_datasets()
     for variant, flag in (("scratchpad", True), ("direct", False)):
         assert jobs.train_data_spec(config, "variable_assignment", variant)["params"]["scratchpad"] is flag
         eval_params = jobs.eval_data_spec(config, "variable_assignment", variant)["params"]
-        assert eval_params["scratchpad"] is flag and eval_params["n_vars"] == config["variable_assignment"]["data"]["n_vars"]
+        assert (eval_params["scratchpad"] is flag
+                and eval_params["n_vars"] == config["variable_assignment"]["data"]["n_vars"])
     assert jobs.eval_data_name("variable_assignment", "direct") == "eval_direct"
     # the generators accept exactly these params
-    get_task("variable_assignment").generate_eval({**jobs.eval_data_spec(config, "variable_assignment", "direct")["params"],
-                                                   "n_per_cell": 2}, 0)
+    get_task("variable_assignment").generate_eval(
+        {**jobs.eval_data_spec(config, "variable_assignment", "direct")["params"], "n_per_cell": 2}, 0)
 
 
 def test_position_loss_weight_only_in_ppc_specs():
@@ -62,7 +64,8 @@ def test_position_loss_weight_only_in_ppc_specs():
 def test_target_length_covers_the_evaluation_ids_of_each_scheme():
     longest = max(DEFAULT["parity_scratchpad"]["eval"]["lengths"])
     task = get_task("parity_scratchpad")
-    assert jobs.target_length(DEFAULT, "parity_scratchpad", "coupled", "scratchpad") == task.max_position_id(longest) + 1
+    assert (jobs.target_length(DEFAULT, "parity_scratchpad", "coupled", "scratchpad")
+            == task.max_position_id(longest) + 1)
     assert jobs.target_length(DEFAULT, "parity_scratchpad", "rope_pose", "scratchpad") == task.sequence_tokens(longest)
     config = edited(parity_scratchpad={"positions": {"target_length": 300}})
     assert jobs.target_length(config, "parity_scratchpad", "ppc", "scratchpad") == 300
@@ -72,7 +75,8 @@ def test_target_length_covers_the_evaluation_ids_of_each_scheme():
     ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "variable_assignment.runs names variant 'scratch'"),
     ({"parity_scratchpad": {"runs": {"hints": ["rope"]}}}, "parity_scratchpad.runs names variant 'hints'"),
     ({"variable_assignment": {"data": {"n_vars": 20}}}, "variable_assignment.data.n_vars=20"),
-    ({"variable_assignment": {"data": {"n_vars": 64, "name_tokens": 4}}}, "variable_assignment.data.n_vars=64 is not a power A^4"),
+    ({"variable_assignment": {"data": {"n_vars": 64, "name_tokens": 4}}},
+     "variable_assignment.data.n_vars=64 is not a power A^4"),
     ({"variable_assignment": {"data": {"name_tokens": 0}}}, "variable_assignment.data.name_tokens"),
     ({"parity_scratchpad": {"data": {"n_min": 30}}}, "parity_scratchpad.data.n_min=30 exceeds n_max=20"),
     ({"parity_scratchpad": {"model": {"max_positions": 50}}}, "parity_scratchpad.model.max_positions=50"),
@@ -158,7 +162,8 @@ def test_where_a_value_is_written_changes_no_job_spec():
     reference = all_specs(validated(copy.deepcopy(raw)))
     spelled = copy.deepcopy(raw)
     spelled["parity_scratchpad"]["train"]["lr"] = raw["defaults"]["train"]["lr"]
-    spelled["addition"]["model"] = {**dict(reversed(list(raw["defaults"]["model"].items()))), **raw["addition"]["model"]}
+    spelled["addition"]["model"] = {**dict(reversed(list(raw["defaults"]["model"].items()))),
+                                    **raw["addition"]["model"]}
     moved = copy.deepcopy(raw)
     moved["defaults"]["train"]["steps"] = raw["parity_scratchpad"]["train"]["steps"]
     del moved["parity_scratchpad"]["train"]

@@ -15,8 +15,8 @@ import yaml
 
 from pipeline_src.config.layers import merge_layers, read_config
 from pipeline_src.config.load import load_config, validate
-from pipeline_src.planning import jobs
 from pipeline_src.config.schema import coerced
+from pipeline_src.planning import jobs
 from tests.helpers import REPO, copy_workflow
 
 OVERRIDE = {
@@ -86,4 +86,5 @@ def test_nested_command_line_values_are_read_by_the_schemas_types():
                      "model": {"parallel_residual": False}},
         "language": {"tokenizer": {"path": None}, "analysis": {"hf_model": "smollm2"}},
         "addition": {"runs": {"direct": ["ppc"]}}, "unknown": {"x": "1"}}
-    assert coerced({"defaults": {"seeds": ["zero"]}}) == {"defaults": {"seeds": ["zero"]}}, "left for validation to name"
+    assert coerced({"defaults": {"seeds": ["zero"]}}) == {"defaults": {"seeds": ["zero"]}}, (
+        "left for validation to name")

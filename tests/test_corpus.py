@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 
 from pipeline_src.language import corpus
-from pipeline_src.storage.canonical import sha256_file
 from pipeline_src.language.corpus import CorpusError, load_corpus, split_documents
+from pipeline_src.storage.canonical import sha256_file
 from tests.helpers import c4_line, write_shard
 
 
@@ -171,7 +171,7 @@ def test_split_is_a_pure_seeded_function_of_the_text():
     # the label depends on the text, not the position: reordering or capping moves nothing
     assert split_documents(docs[::-1], seed=3, heldout_fraction=0.2) == labels[::-1]
     assert split_documents(docs[:200], seed=3, heldout_fraction=0.2) == labels[:200]
-    assert corpus.select(docs, labels, "heldout") == [d for d, s in zip(docs, labels) if s == "heldout"]
+    assert corpus.select(docs, labels, "heldout") == [d for d, s in zip(docs, labels, strict=False) if s == "heldout"]
 
 
 def test_split_rejects_bad_fractions_and_empty_sides():

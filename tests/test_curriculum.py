@@ -17,8 +17,7 @@ from pipeline_src.config.load import validate
 from pipeline_src.planning import jobs
 from pipeline_src.training.curriculum import KCurriculum
 from pipeline_src.training.train import train
-from tests.conftest import tiny_train_spec, write_dataset
-from tests.conftest import REPO
+from tests.conftest import REPO, tiny_train_spec, write_dataset
 from tests.helpers import edited
 
 quiet = {"progress": lambda line: None}
@@ -87,12 +86,12 @@ def test_counts_per_k_add_up_to_the_logged_accuracy(tmp_path, k4_data):
     for accuracy, correct, scored in log.select("accuracy", "k_correct", "k_scored").iter_rows():
         assert len(correct) == len(scored) == 4
         assert sum(scored) == 8, "one answer token per sample, a batch of 8"
-        assert all(0 <= right <= n for right, n in zip(correct, scored))
+        assert all(0 <= right <= n for right, n in zip(correct, scored, strict=False))
         assert sum(correct) / sum(scored) == pytest.approx(accuracy)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     last = log.tail(1)  # the summary's tail is the last tenth of the steps: here the last step
     assert summary["final_accuracy_by_k"] == [right / n if n else None for right, n in
-                                              zip(last["k_correct"][0], last["k_scored"][0])]
+                                              zip(last["k_correct"][0], last["k_scored"][0], strict=False)]
     assert "curriculum" not in summary
 
 
@@ -101,7 +100,8 @@ def test_a_finished_curriculum_is_the_papers_law(tmp_path, k4_data):
     without one (the curriculum draws nothing of the random generator)."""
     train(k4_spec(steps=10), k4_data, tmp_path / "plain", **quiet)
     train(k4_spec(**rising(start=4), steps=10), k4_data, tmp_path / "done", **quiet)
-    plain, done = load_file(tmp_path / "plain" / "model.safetensors"), load_file(tmp_path / "done" / "model.safetensors")
+    plain, done = (load_file(tmp_path / "plain" / "model.safetensors"),
+                   load_file(tmp_path / "done" / "model.safetensors"))
     assert all(torch.equal(plain[name], done[name]) for name in plain)
     assert log_of(tmp_path / "plain").drop("seconds").equals(log_of(tmp_path / "done").drop("seconds"))
 
@@ -136,11 +136,13 @@ def test_a_task_without_k_has_no_per_k_columns(tmp_path):
 
 def test_config_curriculum_only_where_k_is_trained_and_only_in_specs_that_write_it():
     config = edited(parity_scratchpad={"train": rising()})
-    with pytest.raises(jobs.TaskConfigError, match=re.escape("parity_scratchpad.train.curriculum: a curriculum over k")):
+    with pytest.raises(jobs.TaskConfigError,
+                       match=re.escape("parity_scratchpad.train.curriculum: a curriculum over k")):
         jobs.check(config)
     config = edited(sparse_parity={"train": rising()})
     jobs.check(config)
-    assert jobs.train_spec(config, "sparse_parity", "k4", "rope_pose", 0)["train"]["curriculum"] == rising()["curriculum"]
+    assert (jobs.train_spec(config, "sparse_parity", "k4", "rope_pose", 0)["train"]["curriculum"]
+            == rising()["curriculum"])
     config = edited(sparse_parity={"train": {"curriculum": None}})
     assert "curriculum" not in jobs.train_spec(config, "sparse_parity", "k4", "rope_pose", 0)["train"]
 

@@ -82,7 +82,7 @@ def test_cache_is_not_modified_and_is_off_by_default():
         keys_before = [k.clone() for k, _ in cache.layers]
         model(tokens[:, :1], pos[:, :1] + P, cache=cache, use_cache=True)
     assert isinstance(cache, KVCache) and len(cache.layers) == 2 and cache.length == P
-    assert all(torch.equal(k, k0) for (k, _), k0 in zip(cache.layers, keys_before))
+    assert all(torch.equal(k, k0) for (k, _), k0 in zip(cache.layers, keys_before, strict=False))
     assert KVCache([]).length == 0
 
 

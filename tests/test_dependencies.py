@@ -16,8 +16,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline_src.tasks import addition, get_task, parity_scratchpad, sparse_parity, sparse_parity_scratchpad
-from pipeline_src.tasks import variable_assignment
+from pipeline_src.tasks import (
+    addition,
+    get_task,
+    parity_scratchpad,
+    sparse_parity,
+    sparse_parity_scratchpad,
+    variable_assignment,
+)
 
 from .helpers import TASK_PARAMS
 
@@ -29,7 +35,7 @@ DIGITS = tuple(str(c) for c in range(10))
 def samples(drawn: dict) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """(row, prompt, response) of each sample of a generator's right-padded arrays."""
     return [(row, drawn["prompt"][row, :p], drawn["response"][row, :r])
-            for row, (p, r) in enumerate(zip(drawn["prompt_len"], drawn["response_len"]))]
+            for row, (p, r) in enumerate(zip(drawn["prompt_len"], drawn["response_len"], strict=False))]
 
 
 def assert_well_formed(sets: list[np.ndarray], prompt: np.ndarray, response: np.ndarray) -> None:
@@ -113,9 +119,9 @@ def assert_probes(dependencies, rows, right, kind: tuple[str, ...], vocab, expec
 
 def sparse_draw(seed: int, draw, count: int = 1200, k_max: int = 4, l_max: int = 10) -> dict:
     rng = np.random.default_rng(seed)
-    l = rng.integers(1, l_max + 1, size=count)
-    k = 1 + (rng.random(count) * np.minimum(l, k_max)).astype(np.int64)
-    return {**draw(rng, k, l), "k": k, "l": l}
+    n_bits = rng.integers(1, l_max + 1, size=count)
+    k = 1 + (rng.random(count) * np.minimum(n_bits, k_max)).astype(np.int64)
+    return {**draw(rng, k, n_bits), "k": k, "l": n_bits}
 
 
 @functools.cache
@@ -137,14 +143,14 @@ def sparse_decode(prompt) -> tuple[list[str], list[int]]:
 def sparse_right(prompt, response, token) -> str:
     """The answer: the XOR of the marked bits."""
     markers, bits = sparse_decode(prompt)
-    return str(sum(b for m, b in zip(markers, bits) if m == "*") % 2)
+    return str(sum(b for m, b in zip(markers, bits, strict=False) if m == "*") % 2)
 
 
 def sparse_scratch_right(prompt, response, token) -> str:
     """s_j given s_{j-1}: s_{j-1} XOR the j-th marked bit."""
     markers, bits = sparse_decode(prompt)
     previous = int(sparse_parity.VOCAB.decode(response)[token - 1]) if token else 0
-    return str(previous ^ [b for m, b in zip(markers, bits) if m == "*"][token])
+    return str(previous ^ [b for m, b in zip(markers, bits, strict=False) if m == "*"][token])
 
 
 def test_sparse_parity_sets_are_the_marked_bits():
@@ -356,7 +362,7 @@ def test_registered_tasks_declare_dependencies_on_their_frames(name):
     frame = task.generate_eval(params, 11)
     if "scratchpad" in params:
         frame = pl.concat([frame, task.generate_eval({**params, "scratchpad": False}, 11)])
-    for prompt, response in zip(frame["prompt"].to_list(), frame["response"].to_list()):
+    for prompt, response in zip(frame["prompt"].to_list(), frame["response"].to_list(), strict=False):
         prompt, response = np.asarray(prompt), np.asarray(response)
         sets = task.dependencies.sets(prompt, response)
         assert_well_formed(sets, prompt, response)

@@ -18,22 +18,21 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
-from tests.conftest import default_config
+from pipeline_src import device as devices
+from pipeline_src.cli import main
 from pipeline_src.config.load import load_config
 from pipeline_src.config.schema import config_schema
-from pipeline_src.planning import jobs
-from pipeline_src import device as devices
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.training.batches import SequenceTable, training_batch
-from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.cli import main
-from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.device import DeviceError, autocast, describe_device, inference_autocast, resolve_device
+from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.evaluation.evaluate import evaluate
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.planning import jobs
+from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.storage.provenance import read_record
+from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
-from tests.conftest import tiny_train_spec
+from tests.conftest import default_config, tiny_train_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = config_schema()
@@ -121,7 +120,8 @@ def test_device_enters_every_model_job_spec_and_no_other():
     assert lang.train_spec(config, "main")["device"] == "cpu"
     assert lang.eval_spec(config)["device"] == "cpu"
     assert lang.influence_spec(config)["device"] == "cpu"
-    for spec in (jobs.train_data_spec(config, "sparse_parity", "k2"), jobs.eval_data_spec(config, "sparse_parity", "k2"),
+    for spec in (jobs.train_data_spec(config, "sparse_parity", "k2"),
+                 jobs.eval_data_spec(config, "sparse_parity", "k2"),
                  jobs.figure_spec(config, "figure1"), lang.corpus_spec(config), lang.figure_spec(config, "figure4")):
         assert "device" not in canonical_json(spec)
     without = {key: value for key, value in DEFAULT.items() if key != "device"}

@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.runs.estimate import (EstimateError, PlannedJob, Times, duration, estimate,
-                                               format_estimate, job_times, makespan, measured_seconds)
 from pipeline_src.cli import main
+from pipeline_src.runs.estimate import (
+    EstimateError,
+    PlannedJob,
+    Times,
+    duration,
+    estimate,
+    format_estimate,
+    job_times,
+    makespan,
+    measured_seconds,
+)
 from tests.helpers import copy_workflow
 
 # A benchmark file as Snakemake 9 writes it (results/benchmarks/train/.../seed0.tsv of a smoke run).
@@ -173,7 +182,7 @@ def test_the_command_replays_every_job_of_the_smoke_config(workdir, monkeypatch)
     done = smoke_estimate("--cores", "1000")
     assert done.exit_code == 0, done.output
     assert done.output.startswith("about 4 min on 1000 cores"), done.output
-    assert f"  figure1 " in done.output and "each figure alone on 1000 cores" in done.output
+    assert "  figure1 " in done.output and "each figure alone on 1000 cores" in done.output
 
     for name in names:  # no language model measured, one training job less
         if name.startswith("language/train/") or name == next(n for n in names if n.startswith("train/")):

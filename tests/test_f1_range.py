@@ -10,9 +10,9 @@ from scipy.stats import page_trend_test
 
 from pipeline_src.findings import run_summary, trend
 from pipeline_src.findings import verdicts as judged
+from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
-from pipeline_src.planning import jobs
 from tests.helpers import F1_TASK, claim
 
 K_TRAIN = [4, 6, 8, 10, 12]

@@ -67,7 +67,8 @@ def target_frame(tokenizer, name_text: str, context: int) -> pl.DataFrame:
         ids = tokenizer.encode(text).ids
         t = len(ids) - back
         rows.append({"doc": doc, "t": t, "target": ids[t], "context": ids[t - context:t]})
-    frame = pl.DataFrame(rows, schema={"doc": pl.Int64, "t": pl.Int32, "target": pl.Int32, "context": pl.List(pl.Int32)})
+    frame = pl.DataFrame(rows, schema={"doc": pl.Int64, "t": pl.Int32, "target": pl.Int32,
+                                       "context": pl.List(pl.Int32)})
     assert tokenizer.decode(frame["target"].to_list()) == " Bra bottom"
     assert "Ottilie Brackwater" in tokenizer.decode(frame["context"][0].to_list()[:context - LOCAL])  # far back
     return frame

@@ -19,7 +19,8 @@ def table(rows: list[tuple[int, int, int | None]]) -> pl.DataFrame:
                         ).with_columns(accuracy=pl.col("correct") / pl.col("n"))
 
 
-@pytest.mark.parametrize("rows", [[(0, 100, 70)], [(0, 100, 70), (1, 100, 90)], [(0, 50, 10), (1, 50, 20), (2, 50, None)]])
+@pytest.mark.parametrize("rows", [[(0, 100, 70)], [(0, 100, 70), (1, 100, 90)],
+                                  [(0, 50, 10), (1, 50, 20), (2, 50, None)]])
 def test_band_is_the_wilson_interval_of_the_finished_seeds_pooled(rows):
     summary = mean_over_seeds(table(rows), ["length"])
     finished = [r for r in rows if r[2] is not None]
@@ -52,7 +53,8 @@ def test_few_seeds_draw_their_own_thin_curves(seeds, thin):
 
     rows = [(seed, length, 100, 50 + seed) for seed in range(seeds) for length in (5, 10, 20)]
     frame = pl.DataFrame(rows, schema={"seed": pl.Int64, "length": pl.Int32, "n": pl.Int64, "correct": pl.Int64},
-                         orient="row").with_columns(variant=pl.lit("scratchpad"), scheme=pl.lit("ppc"), k=pl.lit(None, pl.Int32),
+                         orient="row").with_columns(variant=pl.lit("scratchpad"), scheme=pl.lit("ppc"),
+                                                    k=pl.lit(None, pl.Int32),
                                                     accuracy=pl.col("correct") / pl.col("n"))
     summary = mean_over_seeds(frame, ["variant", "scheme", "length"])
     _, ax = plt.subplots()

@@ -29,7 +29,8 @@ def looks(ax) -> list[tuple]:
 
 def identical_runs(runs: list[tuple[str, str]]) -> pl.DataFrame:
     """Accuracy rows of ``runs`` that all give the same values (the case where lines would hide)."""
-    rows = [(variant, scheme, seed, length, 100, 90) for variant, scheme in runs for seed in (0, 1) for length in (5, 10, 20)]
+    rows = [(variant, scheme, seed, length, 100, 90)
+            for variant, scheme in runs for seed in (0, 1) for length in (5, 10, 20)]
     return pl.DataFrame(rows, schema={"variant": pl.String, "scheme": pl.String, "seed": pl.Int64, "length": pl.Int32,
                                       "n": pl.Int64, "correct": pl.Int64}, orient="row"
                         ).with_columns(accuracy=pl.col("correct") / pl.col("n"))

@@ -1,7 +1,8 @@
 """`lengthgen findings`: the paper's findings judged from result tables, each criterion built to
 be reproduced, contradicted and undecided on small hand-made tables of six seeds per run (the
-tests' error rates: tests/test_significance.py), missing results and the Markdown output; each figure's caption stating its finding; the run summary (`--export`,
-`--from-summary`) judged as its tables are; the README's table as the committed summary's."""
+tests' error rates: tests/test_significance.py), missing results and the Markdown output; each
+figure's caption stating its finding; the run summary (`--export`, `--from-summary`) judged as
+its tables are; the README's table as the committed summary's."""
 
 from __future__ import annotations
 
@@ -15,18 +16,17 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.planning import jobs
-from pipeline_src.planning import paths
 from pipeline_src import studies
 from pipeline_src.cli import main
-from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings import run_summary
+from pipeline_src.findings import verdicts as judged
+from pipeline_src.findings.claim_file import load_claims
+from pipeline_src.language import language_jobs as lang
+from pipeline_src.planning import jobs, paths
 from pipeline_src.runs import run_findings
 from pipeline_src.runs.judged_config import finding_tables
-from pipeline_src.language import language_jobs as lang
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, default_config
-from pipeline_src.findings.claim_file import load_claims
 from tests.helpers import F1_TASK, F2_TASK, F3_TASK, claim, flat, influence_table, write_run
 
 F1_SCHEME = claim("F1").compare[0].better.scheme  # the scheme F1 compares (RoPE + PoSE)
@@ -53,7 +53,7 @@ def config(base_config) -> dict:
 
 def write_seeds(results, config, task, variant, scheme, accuracies, **kw) -> None:
     """One table per seed of ``accuracies`` (a list of functions (k, length) -> accuracy)."""
-    for seed, accuracy in zip(config[task]["seeds"], accuracies):
+    for seed, accuracy in zip(config[task]["seeds"], accuracies, strict=False):
         write_run(results, config, task, variant, scheme, seed, accuracy, **kw)
 
 
@@ -96,7 +96,8 @@ def falling(top: int, start: float = 0.95, step: float = 0.08) -> dict[int, floa
     return {k: start - step * (k - 1) for k in range(1, top + 1)}
 
 
-@pytest.mark.parametrize("a_holds, b_holds, expected", [(True, True, judged.REPRODUCED), (True, False, judged.UNDECIDED),
+@pytest.mark.parametrize("a_holds, b_holds, expected", [(True, True, judged.REPRODUCED),
+                                                         (True, False, judged.UNDECIDED),
                                                          (False, True, judged.CONTRADICTED),
                                                          (False, False, judged.CONTRADICTED)])
 def test_f1_falls_with_k_test_and_larger_k_train_extends_it(tmp_path, config, a_holds, b_holds, expected):
@@ -372,7 +373,8 @@ def write_f2(results, config, coupled_value: float, other_value: float) -> None:
 def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path, config, good, expected):
     from pipeline_src.figures.caption import render
     from pipeline_src.planning.task_study import CAPTION_RUN
-    from tests.helpers import CAPTION_TASK as TASK, caption_record as record
+    from tests.helpers import CAPTION_TASK as TASK
+    from tests.helpers import caption_record as record
 
     write_f2(tmp_path, config, *((0.8, 0.1) if good else (0.1, 0.8)))
     spec = jobs.figure_spec(config, "figure2")
@@ -380,7 +382,8 @@ def test_a_task_figures_caption_states_its_finding_from_its_own_tables(tmp_path,
     assert paragraph.startswith(f"**F2: {expected}") and "** (the claim: " in paragraph
     assert f"at length {f2_beyond(config)}" in paragraph  # the criterion, and the numbers it compared
     assert f"ppc {0.8 if good else 0.1:.2f} vs " in paragraph
-    text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), CAPTION_RUN, paragraph)
+    text = render((REPO / "workflow" / "report" / "figure2.rst").read_text(), record(TASK, spec), CAPTION_RUN,
+                  paragraph)
     assert f"\n{paragraph}\n" in text and text.index(paragraph) < text.index("**This run**")
 
 
@@ -445,7 +448,8 @@ def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, mo
     assert again.exit_code == 0, again.output
     undated = [[line for line in done.output.splitlines() if not line.startswith("  written ")]
                for done in (again, from_tables)]
-    assert undated[0] == undated[1]  # the same findings; dated by the tables' provenance, or not (an uncommitted summary)
+    # the same findings; dated by the tables' provenance, or not (an uncommitted summary)
+    assert undated[0] == undated[1]
     assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
     verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
     assert len(verdicts) == len(load_claims()), again.output
@@ -458,7 +462,8 @@ def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, c
     summary = tmp_path / "run.csv"
     run_summary.write(run_findings.table_rows(config, finding_tables(config, tmp_path)), summary)
     config["language"]["figure"]["n_boot"] += 1
-    with pytest.raises(run_summary.SummaryError, match=r"run\.csv: .*n_boot=\d+, the config has language\.figure\.n_boot="):
+    with pytest.raises(run_summary.SummaryError,
+                       match=r"run\.csv: .*n_boot=\d+, the config has language\.figure\.n_boot="):
         run_findings.summary_rows(config, summary)
     pl.read_csv(summary).drop("length").write_csv(summary)
     with pytest.raises(run_summary.SummaryError, match=r"run\.csv: no column 'length'"):
@@ -476,7 +481,8 @@ def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
 SCALES = REPO / "docs" / "findings" / "scales.yaml"  # the committed summaries the README's table shows
 PAGE = "docs/findings_by_scale.md"  # the page behind the README's table
 REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
-              f"lengthgen findings --scales docs/findings/scales.yaml --claims claims --readme README.md --markdown {PAGE}")
+              "lengthgen findings --scales docs/findings/scales.yaml --claims claims --readme README.md "
+              f"--markdown {PAGE}")
 
 
 def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch):
@@ -494,7 +500,8 @@ def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch)
     assert done.exit_code == 0, done.output
     assert (REPO / "README.md").read_text() == readme.read_text(), (
         f"README.md's findings table is not what {SCALES.relative_to(REPO)} gives; regenerate: {REGENERATE}")
-    assert (REPO / PAGE).read_text() == page.read_text().replace(str(tmp_path) + "/", ""), f"{PAGE} is stale: {REGENERATE}"
+    assert (REPO / PAGE).read_text() == page.read_text().replace(str(tmp_path) + "/", ""), (
+        f"{PAGE} is stale: {REGENERATE}")
 
 
 # --- the report's landing page leads with the findings ---
@@ -536,8 +543,8 @@ def exported(results, configfiles: tuple[str, ...], summary) -> None:
 
 
 def scale(name: str, summary: str, configfiles: tuple[str, ...] = ()) -> dict:
-    return {"name": name, "short": name.lower(), "summary": summary, "configfiles": list(configfiles), "device": "a CPU",
-            "date": "2026-11-26"}
+    return {"name": name, "short": name.lower(), "summary": summary, "configfiles": list(configfiles),
+            "device": "a CPU", "date": "2026-11-26"}
 
 
 def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tmp_path, monkeypatch):
@@ -562,21 +569,24 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     f2 = lines.index(next(line for line in lines if line.startswith("F2 ")))
     assert lines[f2].split()[1:3] == ["CPU", "reproduced"]
     assert lines[f2 + 1].split()[:8] == ["smoke", "rehearsal,", "not", "evidence:", "the", "code", "path", "gives"]
-    assert lines[f2 + 1].split()[8] == "undecided:" and "one seed per run" in lines[f2 + 1]  # the smoke config rehearses
+    # the smoke config rehearses
+    assert lines[f2 + 1].split()[8] == "undecided:" and "one seed per run" in lines[f2 + 1]
     assert lines[f2 + 2].split() == ["GPU", "no", "results", "yet"]
     assert "== smoke: a CPU, 2026-11-26, config/config.yaml config/smoke.yaml" in done.output
     page = (tmp_path / "table.md").read_text()
     table = page[page.index("| finding | cpu | smoke | gpu |"):]
     f2_row = next(line for line in table.splitlines() if line.startswith("| F2 |")).split(" | ")
-    assert f2_row[1].startswith("reproduced (p <= ") and f2_row[2] == "rehearsal, not evidence (the code path: undecided, p = 1, no count decides)" and f2_row[3] == "no results yet |"
-    assert page.count("\n| finding | written | criterion | numbers | verdict |") == 2  # the criteria and numbers of each scale judged
+    assert (f2_row[1].startswith("reproduced (p <= ")
+            and f2_row[2] == "rehearsal, not evidence (the code path: undecided, p = 1, no count decides)"
+            and f2_row[3] == "no results yet |")
+    # the criteria and numbers of each scale judged
+    assert page.count("\n| finding | written | criterion | numbers | verdict |") == 2
     assert "## GPU\n\nThe column gpu: a CPU, 2026-11-26, config/config.yaml.\n\nno results yet" in page
 
 
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
-    from pipeline_src.runs import scales
-
     from pipeline_src.findings.finding import Finding, undecided
+    from pipeline_src.runs import scales
 
     assert scales.cell(judged.judge(claim("F3"), None, run_summary.empty(), "variable_assignment")) == scales.NOT_RUN
     missing = Finding("F3", "claim", "criterion", "numbers", undecided("no results for ppc"))
@@ -637,7 +647,7 @@ def test_keep_others_adds_seeds_trained_in_another_sitting_and_replaces_those_re
     first, *later = config[F1_TASK]["seeds"]
     retrained = copy.deepcopy(config)
     retrained[F1_TASK]["seeds"] = later
-    for variant, k_train in k_variants(config):  # the later seeds again, now at chance everywhere
+    for variant, _k_train in k_variants(config):  # the later seeds again, now at chance everywhere
         write_seeds(tmp_path / "later", retrained, F1_TASK, variant, F1_SCHEME, [lambda k, length: 0.5] * len(later))
     done = CliRunner().invoke(main, ["findings", str(tmp_path / "later"), "--export", str(summary), "--keep-others"])
     assert done.exit_code == 0, done.output
@@ -857,9 +867,11 @@ def test_f4_paired_counts_only_targets_gaining_more_than_the_threshold():
     long = short - np.array([1.0, 0.05, 2.0, 0.0, 0.5])  # the gains: targets 0, 2 and 4 above 0.1
     frame = pl.DataFrame({
         "short_loss": short, "long_loss": long,
-        "sparse_loss": pl.Series([[s - f * (s - lo)] * 3 for s, lo, f in zip(short, long, [0.1, 0.2, 0.3, 0.4, 0.5])],
+        "sparse_loss": pl.Series([[s - f * (s - lo)] * 3
+                                  for s, lo, f in zip(short, long, [0.1, 0.2, 0.3, 0.4, 0.5], strict=False)],
                                  dtype=pl.List(pl.Float64)),
-        "other_loss": pl.Series([[s - 0.25 * (s - lo)] * 3 for s, lo in zip(short, long)], dtype=pl.List(pl.Float64))})
+        "other_loss": pl.Series([[s - 0.25 * (s - lo)] * 3 for s, lo in zip(short, long, strict=False)],
+                                dtype=pl.List(pl.Float64))})
     found = paired_fractions(frame, gain_threshold=0.1, k=2)
     assert found["target"].to_list() == [0, 2, 4]
     np.testing.assert_allclose(found["own"].to_numpy(), [0.1, 0.3, 0.5])

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pipeline_src.cli import main
 from pipeline_src.config.load import load_config
 from pipeline_src.planning import paths
-from pipeline_src.cli import main
 from tests.conftest import REPO, default_config
 from tests.helpers import F2_TASK, recorded_runs
 
@@ -59,7 +59,8 @@ def test_with_the_configfile_they_were_made_with_they_are_judged(tmp_path, in_re
     recorded_runs(tmp_path, load_config([SMOKE]))
     done = findings(tmp_path, SMOKE)
     assert done.exit_code == 0, done.output
-    assert "F2: undecided: no results" not in done.output and "F4: undecided: no results" not in done.output, done.output
+    assert ("F2: undecided: no results" not in done.output
+            and "F4: undecided: no results" not in done.output), done.output
 
 
 def test_results_of_the_default_config_are_judged_as_before(tmp_path, in_repo):

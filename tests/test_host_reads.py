@@ -11,11 +11,12 @@ import math
 import pytest
 import torch
 
-from pipeline_src.runs.benchmarks.host_reads import AtenOps, HostReads, step_profile
 from pipeline_src.model import Decoder
+from pipeline_src.runs.benchmarks.host_reads import AtenOps, HostReads, step_profile
 from pipeline_src.schemes import get_scheme
 from pipeline_src.training import train as training
 from tests.conftest import tiny_train_spec
+
 
 def on_the_cpu_side(monkeypatch, reads: HostReads, owner, name: str) -> None:
     """Run ``owner.name`` with counting paused: it works on the CPU before the batch moves."""

@@ -15,7 +15,8 @@ from pipeline_src.language import influence as inf
 from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.logits import last_token_divergences, last_token_log_probs
 from pipeline_src.language.targets import target_contexts
-from tests.helpers import INFLUENCE_VOCAB as VOCAB, SMALL, key_token_targets, one_thread_per_module, random_model, small_targets
+from tests.helpers import INFLUENCE_VOCAB as VOCAB
+from tests.helpers import SMALL, key_token_targets, one_thread_per_module, random_model, small_targets
 
 KEY, LUCKY = 5, 2  # far positions (SMALL: 8 far positions, 0..7)
 A, B = 7, 11  # token IDs: the one KEY makes likely, the one LUCKY nudges
@@ -117,7 +118,7 @@ def test_the_other_document_null_is_chosen_towards_the_targets_own_full_context(
 
 def direct_kl(reference: torch.Tensor, log_probs: torch.Tensor) -> float:
     """KL(p || q) term by term, skipping p_v = 0."""
-    return math.fsum(math.exp(lp) * (lp - lq) for lp, lq in zip(reference.tolist(), log_probs.tolist())
+    return math.fsum(math.exp(lp) * (lp - lq) for lp, lq in zip(reference.tolist(), log_probs.tolist(), strict=False)
                      if math.exp(lp) > 0)
 
 

@@ -41,7 +41,7 @@ def analysed(cfg: InfluenceConfig, part: slice | None = None) -> pl.DataFrame:
 def test_part_spans_cover_the_draw_in_whole_groups(of):
     spans = [part_span(24, BATCH, index, of) for index in range(1, of + 1)]
     assert spans[0].start == 0 and spans[-1].stop == 24
-    assert all(a.stop == b.start for a, b in zip(spans, spans[1:]))
+    assert all(a.stop == b.start for a, b in zip(spans, spans[1:], strict=False))
     assert all(span.start % BATCH == 0 and span.stop > span.start for span in spans)
     sizes = [-(-(span.stop - span.start) // BATCH) for span in spans]  # groups per part
     assert max(sizes) - min(sizes) <= 1
@@ -149,7 +149,8 @@ def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers
         summary = summary_parts.completed(run_summary.merged(summary, fresh), spec)
         partly = summary_parts.withheld(summary)
         if index < 2:
-            assert partly.startswith(f"parts of the draw not all there ({index + 1} of 3 in, part") and numbers(summary).height == 0
+            assert (partly.startswith(f"parts of the draw not all there ({index + 1} of 3 in, part")
+                    and numbers(summary).height == 0)
             assert "no results: parts of the draw not all there" in verdicts.judge(
                 claim("F4"), spec, summary, "").verdict
     assert partly is None

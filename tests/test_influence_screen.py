@@ -14,8 +14,8 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
-from pipeline_src.findings import run_summary, verdicts
 from pipeline_src.figures import figure4
+from pipeline_src.findings import run_summary, verdicts
 from pipeline_src.language import influence as inf
 from pipeline_src.language import language_jobs
 from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
@@ -154,7 +154,8 @@ def test_the_screening_is_reported_and_a_table_with_nothing_left_to_analyse_is_w
     spec = {"context": cfg.context, "local": cfg.local, "k_max": cfg.k_max, "gain_threshold": 1e9, "n_boot": 50,
             "seed": 0, "plot": "scatter"}
     figure4.plot(spec, [path], [tmp_path / "nothing.png"])  # no point to draw, no target above the threshold
-    assert run_summary.language_rows(spec, [path]).filter(pl.col("metric") == "n_targets")["value"].to_list() == [0.0] * 6
+    assert (run_summary.language_rows(spec, [path]).filter(pl.col("metric") == "n_targets")["value"].to_list()
+            == [0.0] * 6)
 
 
 def test_schema_marks_screened_rows_and_reads_either_table(both, tmp_path):

@@ -14,12 +14,12 @@ from typing import Callable
 import polars as pl
 import pytest
 
-from pipeline_src.provenance.records import build_record
-from pipeline_src.training.checkpoints import CheckpointError
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.language.tokenizer import encode_documents, read_tokens, train_tokenizer, write_tokens
+from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
+from pipeline_src.training.checkpoints import CheckpointError
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec, write_dataset
 from tests.helpers import mounted
@@ -29,8 +29,10 @@ CHANGED = r"changed since it was written \(sha256 [0-9a-f]{64}, [a-z ]+ [0-9a-f]
 
 
 def _data(root: Path) -> tuple[Path, Path]:
-    train_data = write_dataset(root / "train.parquet", "train", {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 200})
-    eval_data = write_dataset(root / "eval.parquet", "eval", {"k_test": [1, 2], "lengths": [20, 30], "n_per_cell": 4}, seed=2)
+    train_data = write_dataset(root / "train.parquet", "train",
+                               {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 200})
+    eval_data = write_dataset(root / "eval.parquet", "eval", {"k_test": [1, 2], "lengths": [20, 30], "n_per_cell": 4},
+                              seed=2)
     return train_data, eval_data
 
 
@@ -143,8 +145,8 @@ def test_a_write_that_fills_the_disk_names_the_file_and_enospc(tmp_path, writer)
     import torch
     from safetensors.torch import save_file
 
-    from pipeline_src.training.checkpoints import save_state
     from pipeline_src.storage.atomic import WriteError, replacing
+    from pipeline_src.training.checkpoints import save_state
 
     big = {"weights": torch.rand(1 << 19, generator=torch.Generator().manual_seed(0))}  # 2 MiB, incompressible
     with mounted(tmp_path / "disk", "size=4m") as disk:
@@ -182,6 +184,7 @@ def test_an_evaluation_into_a_read_only_folder_fails_before_it_decodes(tmp_path)
     model, eval_data = _model(tmp_path)
     lines = []
     with mounted(tmp_path / "ro", "ro,size=1m") as folder:
-        with pytest.raises(WriteError, match=rf"{folder / 'acc.parquet'}: cannot write \(Read-only file system \(EROFS\)\)"):
+        with pytest.raises(WriteError,
+                           match=rf"{folder / 'acc.parquet'}: cannot write \(Read-only file system \(EROFS\)\)"):
             evaluate({"batch_size": 4, "seed": 2}, model, eval_data, folder / "acc.parquet", progress=lines.append)
     assert lines == [], "nothing was decoded"

@@ -15,19 +15,19 @@ import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
-from tests.conftest import default_config
-from pipeline_src.config.load import load_config, validate
-from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.schema import config_schema
-from pipeline_src.planning import jobs
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.storage.canonical import canonical_json, sha256_file
 from pipeline_src.cli import main
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.config.load import load_config, validate
+from pipeline_src.config.schema import config_schema
+from pipeline_src.language import language_jobs as lang
 from pipeline_src.language.analysis import analyse, evaluate_model
-from pipeline_src.language.token_stream import build_corpus
-from pipeline_src.storage.provenance import format_trace, read_record, trace
-from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.language.lm_training import train_language_model
+from pipeline_src.language.token_stream import build_corpus
+from pipeline_src.language.tokenizer import read_tokens
+from pipeline_src.planning import jobs
+from pipeline_src.storage.canonical import canonical_json, sha256_file
+from pipeline_src.storage.provenance import format_trace, read_record, trace
+from tests.conftest import default_config
 from tests.helpers import SENTENCES, write_shard
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,7 +278,8 @@ def test_language_jobs_on_an_explicit_cpu_device_match_auto_and_record_it(stream
         for table in ("p", "t", "i"):
             assert read_record(tmp_path / f"{table}_{name}.parquet")["device"] == "cpu"
     for table in ("p", "t", "i"):
-        assert pl.read_parquet(tmp_path / f"{table}_auto.parquet").equals(pl.read_parquet(tmp_path / f"{table}_cpu.parquet"))
+        assert pl.read_parquet(tmp_path / f"{table}_auto.parquet").equals(
+            pl.read_parquet(tmp_path / f"{table}_cpu.parquet"))
 
 
 def test_hugging_face_model_folder_is_analysed_like_ours(stream, tmp_path):

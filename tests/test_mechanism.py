@@ -15,8 +15,7 @@ from torch import nn
 from pipeline_src.evaluation.mechanism import analyse_cell, attention_sums, dependency_masks
 from pipeline_src.model import ModelOutput
 from pipeline_src.schemes import get_scheme
-from pipeline_src.tasks import get_task
-from pipeline_src.tasks import parity_scratchpad, sparse_parity
+from pipeline_src.tasks import get_task, parity_scratchpad, sparse_parity
 from tests.helpers import DATASETS  # the tiny trained models: the fixtures models and eval_sets (conftest.py)
 
 N_LAYER, N_HEAD = 2, 3
@@ -100,7 +99,7 @@ def test_uniform_attention_reports_the_uniform_mass(parity):
     task, frame = parity
     found = run(Stub(len(task.vocab), parity_oracle, uniform), task, frame)
     # the answer is predicted at '=' (index 2l+1), which sees 2l+2 keys, 3 of them marked bits
-    for layer, head, queries, mass, uniform_mass, entropy in found["attention"]:
+    for _layer, _head, _queries, mass, uniform_mass, entropy in found["attention"]:
         assert mass == pytest.approx(3 / 22) and uniform_mass == pytest.approx(3 / 22)
         assert entropy == pytest.approx(np.log(22))
 
@@ -118,10 +117,10 @@ def test_a_model_blind_to_its_input_flips_on_nothing_and_errs_at_its_first_token
     constant = Stub(len(task.vocab), lambda tokens: torch.full_like(tokens, sparse_parity.ONE), uniform)
     found = run(constant, task, frame)
     assert found["flips"][0][1] == 0 and found["flips"][0][3] == 0
-    wrong = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 0]
+    wrong = [row for row, answer in zip(found["first_errors"], frame["answer"], strict=False) if answer == 0]
     assert wrong and all(error == token == 0 and position is None and depth is None
                       for _, length, error, token, position, depth in wrong)
-    right = [row for row, answer in zip(found["first_errors"], frame["answer"]) if answer == 1]
+    right = [row for row, answer in zip(found["first_errors"], frame["answer"], strict=False) if answer == 1]
     assert right and all(error is None for _, length, error, *_ in right)
 
 
@@ -140,7 +139,7 @@ def test_first_errors_of_a_scratchpad_oracle_that_slips_after_three_tokens():
         return out
 
     found = run(Stub(len(task.vocab), predict, uniform), task, frame)
-    for (row, length, error, *_), response in zip(found["first_errors"], frame["response"]):
+    for (_row, length, error, *_), response in zip(found["first_errors"], frame["response"], strict=False):
         ones = [j for j in range(3, 12) if response[j] == parity_scratchpad.ONE]
         assert length == 13 and error == (ones[0] if ones else None)
 
@@ -173,10 +172,10 @@ def test_first_errors_are_where_greedy_decoding_first_goes_wrong(tmp_path, model
     """On tiny trained models (some samples right, some wrong): the first error found under teacher
     forcing is the first token (or, for ppc, position ID) that greedy decoding, one sample at a time
     without a cache, gets wrong; and the evaluation job writes every table, keyed by its cells."""
-    from pipeline_src.training.checkpoints import load_model
     from pipeline_src.evaluation.decoding import greedy_decode
     from pipeline_src.evaluation.evaluate import evaluate
     from pipeline_src.evaluation.mechanism_schema import read
+    from pipeline_src.training.checkpoints import load_model
 
     name, model_dir, eval_data = DATASETS[label][0], models(label, scheme), eval_sets[label]
     spec = {"batch_size": 5, "seed": 5, "mechanism_samples": 8}

@@ -5,6 +5,7 @@ number of seeds would decide says so ("no count decides") instead of a count. He
 from __future__ import annotations
 
 import re
+
 import pytest
 import yaml
 

@@ -76,9 +76,9 @@ def test_each_scratchpad_step_reads_the_bit_with_its_own_id(eval_frame):
     for row in eval_frame.iter_rows(named=True):
         prompt, ppos = VOCAB.decode(row["prompt"]), row["prompt_pos"]
         response, rpos = VOCAB.decode(row["response"]), row["response_pos"]
-        bit_at = {p: t for t, p in zip(prompt, ppos) if t in ("0", "1")}
+        bit_at = {p: t for t, p in zip(prompt, ppos, strict=False) if t in ("0", "1")}
         previous, previous_id = 0, ppos[-1]  # `=` predicts s_1
-        for token, pid in zip(response[:-1], rpos[:-1]):
+        for token, pid in zip(response[:-1], rpos[:-1], strict=False):
             assert pid in bit_at
             assert int(token) == previous ^ int(bit_at[pid])
             assert pid == previous_id + 1

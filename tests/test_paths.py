@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 from pipeline_src.config.load import load_config
+from pipeline_src.planning import jobs, paths
 from pipeline_src.planning.cell_jobs import cell_jobs
-from pipeline_src.planning import jobs
-from pipeline_src.planning import paths
 
 REPO = Path(__file__).resolve().parents[1]
 CELL = {"task": "parity_scratchpad", "variant": "scratchpad", "scheme": "ppc", "seed": 1}
@@ -21,7 +20,8 @@ def test_a_path_is_a_snakemake_pattern_or_a_concrete_path():
     assert paths.train_data() == "results/data/{task}/train_{variant}.parquet"
     assert paths.accuracy() == "results/eval/{task}/{scheme}/{variant}/seed{seed}/accuracy.parquet"
     assert paths.accuracy(**CELL) == "results/eval/parity_scratchpad/ppc/scratchpad/seed1/accuracy.parquet"
-    assert paths.train_outputs(**CELL)["model"] == "results/train/parity_scratchpad/ppc/scratchpad/seed1/model.safetensors"
+    assert (paths.train_outputs(**CELL)["model"]
+            == "results/train/parity_scratchpad/ppc/scratchpad/seed1/model.safetensors")
     assert paths.log(paths.train_job(**CELL)) == "results/logs/train/parity_scratchpad/ppc/scratchpad/seed1.log"
     assert paths.benchmark(paths.figure_job("figure2")) == "results/benchmarks/figures/figure2.tsv"
     assert paths.sidecar(paths.figure("figure2", "pdf")) == "results/figures/figure2.pdf.prov.json"

@@ -10,8 +10,8 @@ from pipeline_src.schemes.abs_shift import shift_ids
 from pipeline_src.schemes.coupled import offset_ids
 from pipeline_src.schemes.rope_pose import pose_ids
 from pipeline_src.schemes.scheme import identity_ids
-from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.tasks import get_task
+from pipeline_src.training.batches import SequenceTable, training_batch
 
 
 def random_batch(gen: torch.Generator, batch: int, width: int):
@@ -27,7 +27,7 @@ def random_batch(gen: torch.Generator, batch: int, width: int):
 
 def jumps(ids: list[int]) -> list[int]:
     """Differences between consecutive IDs that are not 1 (i.e. PoSE skips)."""
-    return [b - a for a, b in zip(ids, ids[1:]) if b - a != 1]
+    return [b - a for a, b in zip(ids, ids[1:], strict=False) if b - a != 1]
 
 
 # --- PoSE ---------------------------------------------------------------------------------------
@@ -42,10 +42,10 @@ def test_pose_invariants_on_random_batches(chunks):
         base, lengths = random_batch(draws, 9, width)
         out = pose_ids(base, lengths, target, chunks, gen)
         assert out.shape == base.shape and out.dtype == torch.long
-        for row, length in zip(out.tolist(), lengths.tolist()):
+        for row, length in zip(out.tolist(), lengths.tolist(), strict=False):
             ids = row[:length]
             assert ids[0] == 0, (trial, ids)
-            assert all(b > a for a, b in zip(ids, ids[1:])), (trial, ids)
+            assert all(b > a for a, b in zip(ids, ids[1:], strict=False)), (trial, ids)
             assert max(ids) < target, (trial, ids, target)
             skips = jumps(ids)
             assert len(skips) <= chunks - 1, (trial, ids)
@@ -121,8 +121,8 @@ def test_shift_is_one_offset_per_row():
         base, lengths = random_batch(draws, 7, width)
         out = shift_ids(base, lengths, target, gen)
         assert out.shape == base.shape
-        for ids, b, length in zip(out.tolist(), base.tolist(), lengths.tolist()):
-            offsets = {i - j for i, j in zip(ids[:length], b[:length])}
+        for ids, b, length in zip(out.tolist(), base.tolist(), lengths.tolist(), strict=False):
+            offsets = {i - j for i, j in zip(ids[:length], b[:length], strict=False)}
             assert len(offsets) == 1
             (r,) = offsets
             assert 0 <= r
@@ -200,7 +200,8 @@ def test_sequential_base_replaces_coupled_ids():
     for b in range(len(frame)):
         n = int(sequential.lengths[b])
         assert sequential.positions[b, :n].tolist() == list(range(n))
-        assert coupled.positions[b, :n].tolist() == frame["prompt_pos"][b].to_list() + frame["response_pos"][b].to_list()
+        assert (coupled.positions[b, :n].tolist()
+                == frame["prompt_pos"][b].to_list() + frame["response_pos"][b].to_list())
         assert not torch.any(sequential.positions[b, n:])
 
 
@@ -328,7 +329,7 @@ def test_training_batch(frame, pad_multiple, rows):
         assert tensor.shape == (len(rows), width)
     assert batch.positions.shape == (len(rows), width + 1)
     assert batch.lengths.tolist() == [len(s) - 1 for s in sequences]
-    for b, (seq, pos, plen) in enumerate(zip(sequences, ids, prompt_lens)):
+    for b, (seq, pos, plen) in enumerate(zip(sequences, ids, prompt_lens, strict=False)):
         n = len(seq) - 1
         pad = [0] * (width - n)
         # inputs/positions past the real length are don't-care (masked); the real part must match

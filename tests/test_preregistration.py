@@ -105,7 +105,8 @@ def test_a_criterion_registered_before_the_run_predates_a_claim_file_written_aft
     claim = repo / "claim.yaml"
     commit(repo, claim, f"name: mine\nregistered: {{commit: {criterion}, text: findings.md}}\n", START + 2 * DAY)
     found = pre.written(claim, pre.tables_made(tables), (criterion, "findings.md"))
-    assert found.predates is True and f"criterion committed {pre.day(START)} ({criterion[:7]}, findings.md)" in found.line
+    assert (found.predates is True
+            and f"criterion committed {pre.day(START)} ({criterion[:7]}, findings.md)" in found.line)
     assert pre.written(claim, pre.tables_made(tables)).predates is False  # the file alone is after the run
 
 
@@ -129,7 +130,8 @@ def test_a_registration_outside_the_history_of_head_stops_in_one_line(repo):
     other = commit(repo, repo / "findings.md", "a criterion on another branch\n", START + DAY)
     subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-"], check=True)
     for missing in (other, "0" * 40):
-        with pytest.raises(ClaimError, match=rf"^{claim}: field registered\.commit: {missing} is not a commit of HEAD's history$"):
+        with pytest.raises(ClaimError,
+                           match=rf"^{claim}: field registered\.commit: {missing} is not a commit of HEAD's history$"):
             pre.registered_version(claim, missing)
 
 

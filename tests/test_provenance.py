@@ -10,14 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_file
 from pipeline_src.cli import main
 from pipeline_src.config.load import load_config
-from pipeline_src.planning import paths
-from pipeline_src.studies import study_of
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
+from pipeline_src.planning import paths
+from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_file
 from pipeline_src.storage.provenance import PARQUET_KEY, read_record, sidecar_path, trace
+from pipeline_src.studies import study_of
 from pipeline_src.training.train import train
 from tests.conftest import REPO, tiny_train_spec
 from tests.helpers import F2_TASK, recorded_runs
@@ -44,7 +44,8 @@ def test_chain_from_figure_back_to_datasets(tmp_path, train_data, eval_data, mon
     spec = tiny_train_spec()
     train(spec, "train.parquet", "model", progress=lambda _: None)
     evaluate({"batch_size": 8, "seed": 2}, "model", "eval.parquet", "acc.parquet", progress=lambda _: None)
-    figure_spec = {"task": "sparse_parity", "runs": {"k2": ["rope_pose"]}, "seeds": [3], "x_scale": "log", "train_lengths": [20, 50]}
+    figure_spec = {"task": "sparse_parity", "runs": {"k2": ["rope_pose"]}, "seeds": [3], "x_scale": "log",
+                   "train_lengths": [20, 50]}
     figure1.plot(figure_spec, ["acc.parquet"], ["fig.png", "fig.pdf"])
 
     chain = trace("fig.png")
@@ -91,7 +92,8 @@ def test_a_model_without_its_weights_is_traced_by_its_trainings_model_json(tmp_p
     assert model["stood_in"] == "train/m/model.json" and "artifact" not in model["record"]
     assert model["record"]["config"] == spec and model["upstream"]["train_data"]["record"]["config"]["split"] == "train"
     shown = CliRunner().invoke(main, ["provenance", "acc.parquet"])
-    assert shown.exit_code == 0 and "[not here; its job's record, read from train/m/model.json]" in shown.output, shown.output
+    assert (shown.exit_code == 0
+            and "[not here; its job's record, read from train/m/model.json]" in shown.output), shown.output
     assert same_job("eval/x/accuracy.parquet") == []
 
 
@@ -121,7 +123,8 @@ def test_a_figure_names_the_shipped_config_it_was_made_with(shipped_configs):
     shown = CliRunner().invoke(main, ["provenance", str(figure)])
     assert shown.exit_code == 0, shown.output
     assert shown.output.startswith("config: its record matches config/smoke.yaml (--configfile config/smoke.yaml)"
-                                   ", the first shipped layering that does\nresults/figures/figure2.png\n"), shown.output
+                                   ", the first shipped layering that does\n"
+                                   "results/figures/figure2.png\n"), shown.output
     as_json = CliRunner().invoke(main, ["provenance", "--json", str(figure)])
     assert json.loads(as_json.output)["shipped_configfiles"] == ["config/smoke.yaml"]
 

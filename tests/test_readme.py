@@ -91,7 +91,8 @@ def test_the_readmes_test_command_is_the_one_ci_runs():
     ci = [c for line in (REPO / ".ci" / "run").read_text().splitlines() for c in commands(line)]
     ci_tests = [program(c) for c in ci if program(c)[0] == "pytest"]
     assert ci_tests, ".ci/run runs no pytest"
-    assert ci_tests[-1] in [program(c) for c in readme_commands()], f"CI runs pytest {ci_tests[-1][1]}; the README does not"
+    assert ci_tests[-1] in [program(c) for c in readme_commands()], (
+        f"CI runs pytest {ci_tests[-1][1]}; the README does not")
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -177,7 +178,8 @@ def test_the_readmes_rerun_after_the_smoke_run_plans_the_jobs_it_says(tmp_path):
         (workdir / name).parent.mkdir(parents=True, exist_ok=True)
         (workdir / name).touch()
     _, args = program(smoke)
-    touched = run([sys.executable, "-m", "snakemake", *[a for a in args if a != "-n"], "--touch", "--forceall"], workdir)
+    touched = run([sys.executable, "-m", "snakemake", *[a for a in args if a != "-n"], "--touch", "--forceall"],
+                  workdir)
     assert touched.returncode == 0, touched.stderr[-3000:]
     assert planned(dry_run(smoke, workdir)) == 0, "the stood-in smoke run is not complete"
     rerun = dry_run(command, workdir)

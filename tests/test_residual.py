@@ -8,9 +8,8 @@ import torch
 import yaml
 
 from pipeline_src.config.load import load_config, validate
-from pipeline_src.planning import jobs
-
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.planning import jobs
 
 V = 4  # tokens 0..2 are the values to copy, token 3 the query
 QUERY = V - 1
@@ -29,7 +28,7 @@ def copier(parallel: bool) -> Decoder:
     cfg = ModelConfig(vocab_size=V, d_model=3 * V, n_layer=1, n_head=1, d_mlp=V, max_positions=8,
                       position_encoding="none", parallel_residual=parallel)
     model = Decoder(cfg).eval()
-    E, C, O = (slice(i * V, (i + 1) * V) for i in range(3))
+    E, C, mlp_out = (slice(i * V, (i + 1) * V) for i in range(3))
     eye = torch.eye(V)
     with torch.no_grad():
         for p in model.parameters():
@@ -41,8 +40,8 @@ def copier(parallel: bool) -> Decoder:
         qkv[2 * cfg.d_model:, :][C, E] = eye  # v copies the token into C; q and k stay 0
         model.blocks[0].attn.out.weight[C, C] = eye
         model.blocks[0].mlp.up.weight[:, C] = 8.0 * eye
-        model.blocks[0].mlp.down.weight[O, :] = eye
-        model.lm_head.weight[:, O] = eye
+        model.blocks[0].mlp.down.weight[mlp_out, :] = eye
+        model.lm_head.weight[:, mlp_out] = eye
     return model
 
 

@@ -13,11 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline_src.findings import verdicts as judged
-from pipeline_src.findings import run_summary
-from pipeline_src.findings import power
-from pipeline_src.planning import jobs
+from pipeline_src.findings import power, run_summary
 from pipeline_src.findings import significance as sig
+from pipeline_src.findings import verdicts as judged
+from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
 from tests.helpers import claim
@@ -81,7 +80,7 @@ def f1_rows(spec: dict, rng: np.random.Generator, effect: float) -> pl.DataFrame
 
 def f1_verdicts(spec: dict, effect: float, seed: int, n: int = DRAWS) -> list[str]:
     return [judged.judge(F1, spec, f1_rows(spec, rng, effect), weigh=False).verdict  # the verdict's rates alone
-            for rng, _ in zip(draws(seed), range(n))]
+            for rng, _ in zip(draws(seed), range(n), strict=False)]
 
 
 def test_a_finding_of_equal_runs_is_reproduced_in_at_most_7_percent(f1_spec):
@@ -332,7 +331,7 @@ def documented_power() -> dict[tuple[str, float, int], str]:
     table = {}
     for line in lines[2:]:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        for column, cell in zip(columns, cells):
+        for column, cell in zip(columns, cells, strict=False):
             if column:
                 table[(cells[0], float(column[1]), int(column[2]))] = cell
     return table

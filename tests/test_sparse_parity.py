@@ -32,7 +32,7 @@ train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
 
 def parity(markers: list[str], bits: list[str]) -> int:
     acc = 0
-    for marker, bit in zip(markers, bits):
+    for marker, bit in zip(markers, bits, strict=False):
         if marker == "*":
             acc ^= 1 if bit == "1" else 0
     return acc
@@ -46,10 +46,10 @@ def test_labels_and_layout_match_an_independent_decoding(which, train_frame, eva
     assert frame.height > 0
     for row in frame.iter_rows(named=True):
         markers, bits = parse(row["prompt"])
-        l = len(markers)
-        assert row["l"] == l
-        assert row["length"] == 2 * l
-        assert len(row["prompt"]) == 2 * l + 2
+        n_bits = len(markers)
+        assert row["l"] == n_bits
+        assert row["length"] == 2 * n_bits
+        assert len(row["prompt"]) == 2 * n_bits + 2
         assert markers.count("*") == row["k"]
         expected = parity(markers, bits)
         assert VOCAB.decode(row["response"]) == [str(expected)]
@@ -73,9 +73,9 @@ def test_sequence_tokens_counts_prompt_and_response(train_frame):
 
 def test_training_law_ranges(train_frame):
     k = train_frame["k"].to_list()
-    l = train_frame["l"].to_list()
+    n_bits = train_frame["l"].to_list()
     assert train_frame.height == TRAIN["n_samples"]
-    for ki, li in zip(k, l):
+    for ki, li in zip(k, n_bits, strict=False):
         assert 1 <= ki <= TRAIN["k_train"]
         assert max(ki, TRAIN["l_min"]) <= li <= TRAIN["l_max"]
     counts = Counter(k)
@@ -85,7 +85,7 @@ def test_training_law_ranges(train_frame):
         assert abs(value / n - 1 / TRAIN["k_train"]) < 0.04
     # for each k, both ends of l's range occur, including l = k when k > l_min
     for kv in range(1, TRAIN["k_train"] + 1):
-        ls = {li for ki, li in zip(k, l) if ki == kv}
+        ls = {li for ki, li in zip(k, n_bits, strict=False) if ki == kv}
         assert max(kv, TRAIN["l_min"]) in ls
         assert TRAIN["l_max"] in ls
 
@@ -116,12 +116,12 @@ def test_marked_slots_have_frequency_k_over_l(train_frame):
     marked = [0] * l_max
     expected = [0.0] * l_max
     variance = [0.0] * l_max
-    for prompt, k, l in train_frame.select("prompt", "k", "l").iter_rows():
+    for prompt, k, n_bits in train_frame.select("prompt", "k", "l").iter_rows():
         markers, _ = parse(prompt)
-        for i in range(l):
+        for i in range(n_bits):
             marked[i] += markers[i] == "*"
-            expected[i] += k / l
-            variance[i] += (k / l) * (1 - k / l)
+            expected[i] += k / n_bits
+            variance[i] += (k / n_bits) * (1 - k / n_bits)
     for i in range(l_max):  # a sum of independent Bernoulli(k/l): within 4.5 standard deviations
         assert expected[i] > 50
         assert abs(marked[i] - expected[i]) < 4.5 * variance[i] ** 0.5, (i, marked[i], expected[i])
@@ -154,8 +154,8 @@ def test_eval_grid_cells(eval_frame):
     assert (3, 4) not in expected_cells and (6, 10) not in expected_cells
     assert set(TASK.eval_cells(EVAL)) == expected_cells
     # every sample of a cell has exactly that k and l = length / 2
-    for k, l, length in eval_frame.select("k", "l", "length").iter_rows():
-        assert 2 * l == length and k <= l
+    for k, n_bits, length in eval_frame.select("k", "l", "length").iter_rows():
+        assert 2 * n_bits == length and k <= n_bits
 
 
 def cell(frame: pl.DataFrame, k: int, length: int) -> pl.DataFrame:

@@ -15,8 +15,13 @@ import pytest
 
 from pipeline_src.tasks import get_task
 
-from .helpers import parse  # the prompt is sparse parity's
-from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, small_frame
+from .helpers import (
+    TASK_PARAMS,
+    assert_write_rejects,
+    frame_fixtures,
+    parse,  # the prompt is sparse parity's
+    small_frame,
+)
 from .helpers import generate as generate_task
 
 NAME = "sparse_parity_scratchpad"
@@ -33,7 +38,7 @@ train_frame, eval_frame = frame_fixtures(NAME, TRAIN)
 def scratchpad(markers, bits) -> list[tuple[int, int]]:
     """[(s_j, 1-based index of the j-th marked bit)] in order."""
     out, acc = [], 0
-    for i, (marker, bit) in enumerate(zip(markers, bits), start=1):
+    for i, (marker, bit) in enumerate(zip(markers, bits, strict=False), start=1):
         if marker == "*":
             acc ^= int(bit)
             out.append((acc, i))
@@ -61,8 +66,8 @@ def test_labels_and_layout_match_an_independent_decoding(which, train_frame, eva
     assert frame.height > 0
     for row in frame.iter_rows(named=True):
         markers, bits = parse(row["prompt"])
-        l = len(markers)
-        assert row["l"] == l and row["length"] == 2 * l
+        n_bits = len(markers)
+        assert row["l"] == n_bits and row["length"] == 2 * n_bits
         assert markers.count("*") == row["k"]
         steps = scratchpad(markers, bits)
         assert VOCAB.decode(row["response"]) == [str(s) for s, _ in steps] + ["<eos>"]
@@ -75,9 +80,9 @@ def test_coupled_ids_follow_the_rule(which, train_frame, eval_frame):
     frame = {"train": train_frame, "eval": eval_frame}[which]
     for row in frame.iter_rows(named=True):
         markers, bits = parse(row["prompt"])
-        l = len(markers)
-        assert row["prompt_pos"] == list(range(2 * l + 2))
-        assert row["response_pos"] == [2 * i for _, i in scratchpad(markers, bits)] + [2 * l + 2]
+        n_bits = len(markers)
+        assert row["prompt_pos"] == list(range(2 * n_bits + 2))
+        assert row["response_pos"] == [2 * i for _, i in scratchpad(markers, bits)] + [2 * n_bits + 2]
 
 
 def test_each_step_reads_the_marked_bit_with_its_own_id(eval_frame):
@@ -85,14 +90,14 @@ def test_each_step_reads_the_marked_bit_with_its_own_id(eval_frame):
     s_j = s_{j-1} XOR that bit; IDs increase along the response."""
     for row in eval_frame.iter_rows(named=True):
         prompt = VOCAB.decode(row["prompt"])
-        token_at = dict(zip(row["prompt_pos"], prompt))
-        index_at = dict(zip(row["prompt_pos"], range(len(prompt))))
+        token_at = dict(zip(row["prompt_pos"], prompt, strict=False))
+        index_at = dict(zip(row["prompt_pos"], range(len(prompt)), strict=False))
         response = VOCAB.decode(row["response"])[:-1]
         ids = row["response_pos"][:-1]
         marked_bit_ids = [row["prompt_pos"][i + 1] for i, t in enumerate(prompt) if t == "*"]
         assert ids == marked_bit_ids
         previous = 0
-        for token, pid in zip(response, ids):
+        for token, pid in zip(response, ids, strict=False):
             assert token_at[pid] in ("0", "1")
             assert prompt[index_at[pid] - 1] == "*"
             assert int(token) == previous ^ int(token_at[pid])

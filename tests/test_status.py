@@ -11,12 +11,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from pipeline_src.config.load import load_config
-from pipeline_src.config.layers import ConfigError
-from pipeline_src.planning import cell_jobs as cell_jobs_module
-from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.cli import main
+from pipeline_src.config.layers import ConfigError
+from pipeline_src.config.load import load_config
+from pipeline_src.planning import cell_jobs as cell_jobs_module
 from pipeline_src.planning.cell_jobs import cell_jobs
+from pipeline_src.storage.canonical import canonical_json
 from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,8 +86,8 @@ def status_rows(*configfiles: str) -> dict[int, dict[str, str]]:
     starts = [lines[0].index(name) for name in header]
     rows = {}
     for line in lines[1:-1]:
-        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None])]
-        row = dict(zip(header, cells))
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=False)]
+        row = dict(zip(header, cells, strict=False))
         rows[int(row["seed"])] = row
     assert lines[-1].startswith(f"{len(rows)} cells:")
     return rows
@@ -173,7 +173,8 @@ def test_a_diverged_cell_and_a_failed_training_are_named_with_its_last_logged_st
     log.parent.mkdir(parents=True)
     log.write_text("Traceback ...\n")
     note = status_rows("config/tiny.yaml", huge)[1]["note"]
-    assert note.startswith("training diverged at step ") and note.endswith(f"; evaluation failed or still running: see {log}")
+    assert (note.startswith("training diverged at step ")
+            and note.endswith(f"; evaluation failed or still running: see {log}"))
     log = Path("results/logs/train/sparse_parity/rope_pose/k2/seed1.log")
     shutil.rmtree("results/train/sparse_parity/rope_pose/k2/seed1")
     log.parent.mkdir(parents=True)
@@ -238,7 +239,8 @@ def test_bad_configs_name_the_file(workdir):
 
 
 def test_task_filter(workdir):
-    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity", "--wide"])
+    shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "sparse_parity",
+                                      "--wide"])
     assert shown.exit_code == 0 and shown.output.rstrip().endswith("2 cells: 1 done, 0 diverged, 0 stale, 1 missing")
     shown = CliRunner().invoke(main, ["status", "--configfile", "config/tiny.yaml", "--task", "parity_scratchpad"])
     assert shown.exit_code != 0 and "not synthetic tasks of this config: parity_scratchpad" in shown.output

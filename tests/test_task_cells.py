@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src import tasks
-from pipeline_src.provenance import records
-from pipeline_src.provenance.records import build_record
 from pipeline_src.cli import main
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
+from pipeline_src.provenance import records
+from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from pipeline_src.tasks import Figure, Layout, Task, Vocab, generator
 from pipeline_src.tasks.task import count, data_schema
@@ -120,7 +120,7 @@ def test_a_task_keyed_by_depth_and_length_is_evaluated_per_cell(registered, tmp_
                               "correct", "accuracy", "ci_low", "ci_high"]
     assert result["depth"].dtype == pl.Int32 and result["k"].null_count() == len(result)
     cells = [(d, n) for d in (1, 3) for n in (2, 4, 8) if d <= n]
-    assert sorted(zip(result["depth"], result["length"], result["metric"])) == \
+    assert sorted(zip(result["depth"], result["length"], result["metric"], strict=False)) == \
         sorted((d, n, metric) for d, n in cells for metric in ("exact_match", "answer", "token_accuracy"))
     assert set(result.filter(pl.col("metric") != "token_accuracy")["n"]) == {5}
     assert accuracy_schema.read(out).equals(result)

@@ -16,8 +16,8 @@ import polars as pl
 import pytest
 
 from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import sidecar_path
 from pipeline_src.storage.canonical import sha256_file
+from pipeline_src.storage.provenance import sidecar_path
 from pipeline_src.tasks import TASKS, get_task
 from tests.helpers import TASK_PARAMS, assert_write_rejects, generate, record, small_frame, write
 
@@ -60,14 +60,14 @@ def test_different_seeds_give_different_data(tmp_path, name, split):
     prompts_b = generate(name, split, params, 4).filter(varied)["prompt"].to_list()
     assert prompts_a != prompts_b
     # not just a permutation or a single changed row: most prompts differ
-    assert sum(p != q for p, q in zip(prompts_a, prompts_b)) > len(prompts_a) // 2
+    assert sum(p != q for p, q in zip(prompts_a, prompts_b, strict=False)) > len(prompts_a) // 2
 
 
 # --- evaluation grid ----------------------------------------------------------------------------
 
 def _cell(frame: pl.DataFrame, name: str, key: tuple) -> pl.DataFrame:
     columns = get_task(name).cell_columns
-    return frame.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(columns, key)]))
+    return frame.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(columns, key, strict=False)]))
 
 
 @pytest.mark.parametrize("name", NAMES)

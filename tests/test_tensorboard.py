@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src.planning import paths
 from pipeline_src.cli import main
+from pipeline_src.planning import paths
 
 
 def write_log(path, steps: int, position_accuracy: float = math.nan) -> None:

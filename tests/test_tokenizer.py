@@ -9,12 +9,20 @@ import sys
 import polars as pl
 import pytest
 
-from pipeline_src.storage import datasets
 from pipeline_src.language.corpus import select, split_documents
+from pipeline_src.language.tokenizer import (
+    EOD,
+    TokenizerError,
+    encode_documents,
+    load_tokenizer,
+    read_tokens,
+    save_tokenizer,
+    train_tokenizer,
+    write_tokens,
+)
 from pipeline_src.provenance.records import build_record
+from pipeline_src.storage import datasets
 from pipeline_src.storage.provenance import read_record
-from pipeline_src.language.tokenizer import (EOD, TokenizerError, encode_documents, load_tokenizer, read_tokens,
-                                    save_tokenizer, train_tokenizer, write_tokens)
 from tests.helpers import SENTENCES
 
 VOCAB = 400

@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.colors import to_rgba
 
-from pipeline_src.storage.provenance import attach
 from pipeline_src.cli import main
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.figures import training_by_k
 from pipeline_src.figures import training_curves as training
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.storage import datasets
+from pipeline_src.storage.provenance import attach
 from tests.helpers import accuracy_file
 
 FIGURE_CONFIG = {"task": "parity_scratchpad", "runs": {"scratchpad": ["ppc", "rope_pose"], "direct": ["rope_pose"]},
@@ -69,7 +69,7 @@ def test_every_model_is_a_line_of_its_schemes_colour_and_its_variants_style(mode
         assert path.stat().st_size > 0 and (path.parent / f"{path.name}.prov.json").exists()
     (fig,) = drawn
     assert len(fig.axes) == 4  # loss and accuracy (rows) of ppc and rope_pose (columns)
-    for ax, scheme in zip(fig.axes, ["ppc", "rope_pose"] * 2):
+    for ax, scheme in zip(fig.axes, ["ppc", "rope_pose"] * 2, strict=False):
         models_drawn = {line.get_gid(): line for line in ax.lines if not line.get_gid().startswith("diverged")}
         expected = {f"{variant}/{name}/seed{seed}" for variant, schemes in FIGURE_CONFIG["runs"].items()
                     for name in schemes if name == scheme for seed in FIGURE_CONFIG["seeds"]}
@@ -121,7 +121,7 @@ def write_k_log(path, variant: str, seed: int, steps: int, k_train: int, learned
     step = np.arange(1, steps + 1)
     scored = [[4 if s >= learned_from[k] else 0 for k in range(1, k_train + 1)] for s in step]
     correct = [[4 if s >= learned_from[k] + 100 else 2 * (n > 0) for k, n in enumerate(row, start=1)]
-               for s, row in zip(step, scored)]
+               for s, row in zip(step, scored, strict=False)]
     frame = pl.DataFrame({"step": step, "loss": 1 / np.sqrt(step), "accuracy": np.full(steps, 0.5),
                           "k_correct": correct, "k_scored": scored},
                          schema_overrides={"k_correct": pl.List(pl.Int64), "k_scored": pl.List(pl.Int64)})
@@ -140,7 +140,8 @@ def test_logs_that_count_per_k_get_a_panel_per_model_with_a_line_per_k(tmp_path,
         for seed in (0, 1):
             folder = tmp_path / variant / f"seed{seed}"
             folder.mkdir(parents=True)
-            table = datasets.read(accuracy_file(folder / "accuracy.parquet", "rope_pose", seed, {20: 9}), AccuracySchema)
+            table = datasets.read(accuracy_file(folder / "accuracy.parquet", "rope_pose", seed, {20: 9}),
+                                  AccuracySchema)
             datasets.write(table.with_columns(pl.lit(variant).alias("variant")), folder / "accuracy.parquet",
                            AccuracySchema, {"format": "test"})
             write_k_log(folder / "train_log.parquet", variant, seed, 1000, k_train, {1: 1, 2: 301, 3: 601})

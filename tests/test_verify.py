@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from pipeline_src.cli import main
 from pipeline_src.evaluation.evaluate import evaluate
-from pipeline_src.training.train import train
 from pipeline_src.runs.verify import verify
+from pipeline_src.training.train import train
 from tests.conftest import private_copy, tiny_train_spec, write_dataset
 
 CHAIN = ("acc.parquet", "model/model.safetensors", "train.parquet", "eval.parquet")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pipeline_src.cli import main
 from pipeline_src.config.load import load_config
 from pipeline_src.planning import jobs
-from pipeline_src.cli import main
 from tests.conftest import REPO
 from tests.helpers import copy_workflow, snakemake, write_override
 

@@ -20,8 +20,20 @@ import yaml
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from tests.helpers import (FIGURES, MECHANISM_TASKS, MODELS, REPO, TASK_FIGURES, changed_files, copy_workflow,
-                           finished_files, planned_blocks, planned_jobs, snakemake, write_override)
+from tests.helpers import (
+    FIGURES,
+    MECHANISM_TASKS,
+    MODELS,
+    REPO,
+    TASK_FIGURES,
+    changed_files,
+    copy_workflow,
+    finished_files,
+    planned_blocks,
+    planned_jobs,
+    snakemake,
+    write_override,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +46,7 @@ def pipeline(tmp_path_factory) -> Path:
 
 def _training_figures() -> dict[str, str]:
     """The training-curve figure of each task figure of the smoke config, with the task it shows."""
-    from pipeline_src.planning import jobs
-    from pipeline_src.planning import paths
+    from pipeline_src.planning import jobs, paths
 
     return {paths.training_figure(figure): jobs.FIGURE_TASK[figure] for figure in FIGURES if figure in jobs.FIGURE_TASK}
 
@@ -81,7 +92,8 @@ def test_reordered_yaml_reruns_nothing(pipeline):
 
 EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must plan
     "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "plot_figure1": 1}),
-    "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}}, {"eval_data": 1, "evaluate": 4, "plot_figure1": 1}),
+    "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}},
+                     {"eval_data": 1, "evaluate": 4, "plot_figure1": 1}),
     "training steps": ({"sparse_parity": {"train": {"steps": 31}}}, {"train": 4, "evaluate": 4, "plot_figure1": 1}),
     "one more scheme": ({"parity_scratchpad": {"runs": {"scratchpad": ["ppc", "coupled", "rope_pose", "nope"]}}},
                         {"train": 1, "evaluate": 1, "plot_figure2": 1}),
@@ -92,7 +104,8 @@ EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must pl
                              {"language_train": 1, "language_eval": 1, "plot_language_pose": 1}),
     # the device (cpu -> auto) enters every model job's spec, never the datasets'
     "device": ({"device": "auto"}, {"train": MODELS, "evaluate": MODELS, "language_train": 3, "language_eval": 3,
-                                   "language_influence": 1, **TASK_FIGURES, "plot_figure4": 1, "plot_language_pose": 1}),
+                                   "language_influence": 1, **TASK_FIGURES, "plot_figure4": 1,
+                                   "plot_language_pose": 1}),
 }
 
 
@@ -310,7 +323,8 @@ def test_a_made_file_without_metadata_still_gets_its_warning(tmp_path):
                                  f"Missing metadata for file {path}. Maybe metadata was deleted ...", None, None)
 
     assert _AbsentFiles().filter(record(made)) and not _AbsentFiles().filter(record(tmp_path / "absent.parquet"))
-    assert _AbsentFiles().filter(logging.LogRecord("snakemake.logging", logging.WARNING, __file__, 0, "other", None, None))
+    assert _AbsentFiles().filter(logging.LogRecord("snakemake.logging", logging.WARNING, __file__, 0, "other",
+                                                   None, None))
 
 
 TINY_TRAIN = {"steps": 4, "batch_size": 8, "warmup_steps": 1, "log_every": 2, "checkpoint_every": 2}
@@ -346,7 +360,8 @@ def test_keep_going_finishes_every_cell_and_the_report_names_the_failed_ones(tmp
 
     workdir = copy_workflow(tmp_path)
     overrides = [write_override(workdir, "tiny.yaml", TINY), write_override(workdir, "diverging.yaml", DIVERGING)]
-    spec = jobs.train_spec({**merged(DEFAULT, TINY), "device": "cpu"}, "sparse_parity", "k2", "rope", 1)  # copy_workflow's
+    spec = jobs.train_spec({**merged(DEFAULT, TINY), "device": "cpu"},  # copy_workflow's
+                           "sparse_parity", "k2", "rope", 1)
     cell = "sparse_parity/rope/k2"
     resume = workdir / "results" / "train" / cell / "seed1" / f"resume-{config_hash(spec)[:16]}.pt"
     resume.parent.mkdir(parents=True)

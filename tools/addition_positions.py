@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline_src.training.checkpoints import load_model
 from pipeline_src.tasks import addition
+from pipeline_src.training.checkpoints import load_model
 
 
 def token_accuracy(model, n: int, shift: int, samples: int, seed: int, pad: bool) -> tuple[np.ndarray, float]:
@@ -49,7 +49,8 @@ def attention_shares(model, n: int, samples: int, seed: int, pad: bool) -> list[
     plus = int((tokens[0] == addition.PLUS).nonzero()[0])
     kinds = [names.get(int(t), "a" if j < plus else "b" if j < prompt else "c") for j, t in enumerate(tokens[0])]
     lines = []
-    for label, query in (("= -> c_1", prompt - 1), ("c_n -> carry out", prompt + n - 1), ("c_n+1 -> <eos>", prompt + n)):
+    for label, query in (("= -> c_1", prompt - 1), ("c_n -> carry out", prompt + n - 1),
+                         ("c_n+1 -> <eos>", prompt + n)):
         with torch.no_grad():
             shares = model(tokens, positions, attention_of=(torch.arange(samples), torch.full((samples,), query))
                            ).attention[0].mean(0)  # [heads, keys]

@@ -64,7 +64,8 @@ COMPARE = {".parquet": _parquet, ".safetensors": _safetensors, ".json": _json}
 
 def compare(old: Path, new: Path) -> list[str]:
     a, b = _files(old), _files(new)
-    problems = [f"only in {old}: {name}" for name in sorted(a - b)] + [f"only in {new}: {name}" for name in sorted(b - a)]
+    problems = ([f"only in {old}: {name}" for name in sorted(a - b)]
+                + [f"only in {new}: {name}" for name in sorted(b - a)])
     checked = 0
     for name in sorted(a & b):
         compare_one = COMPARE.get(Path(name).suffix)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..studies import STUDIES, figures
 from .layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
-from .schema import ConfigSchemaError, defaults_taken, validate as validate_schema
+from .schema import ConfigSchemaError, defaults_taken
+from .schema import validate as validate_schema
 
 
 def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:

@@ -141,7 +141,8 @@ def _branches(schemas: list[dict], root: dict) -> list[dict]:
     out = []
     for schema in schemas:
         if "$ref" in schema:
-            schema = {**root["$defs"][schema["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k != "$ref"}}
+            schema = {**root["$defs"][schema["$ref"].rsplit("/", 1)[1]],
+                      **{k: v for k, v in schema.items() if k != "$ref"}}
             out += _branches([schema], root)
             continue
         out.append(schema)

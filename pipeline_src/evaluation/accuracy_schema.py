@@ -24,6 +24,7 @@ import pandera.polars as pa
 import polars as pl
 
 from .metrics import METRICS
+
 KEY_COLUMNS = ("k", "length")  # the cell columns every table has
 
 
@@ -157,7 +158,7 @@ def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
     column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
     loaded = [_loaded(path) for path in paths]
     for keys in dict.fromkeys(keys for _, keys in loaded):
-        _check([(path, frame) for path, (frame, same) in zip(paths, loaded) if same == keys],
+        _check([(path, frame) for path, (frame, same) in zip(paths, loaded, strict=False) if same == keys],
                accuracy_schema(KEY_COLUMNS + keys))
     frame = pl.concat([frame for frame, _ in loaded], how="diagonal")
     return frame if metric is None else frame.filter(pl.col("metric") == metric)

@@ -50,19 +50,19 @@ import numpy as np
 import polars as pl
 import torch
 
+from ..device import describe_device, inference_autocast, resolve_device
+from ..provenance.records import build_record
+from ..schemes import get_scheme
 from ..storage import datasets
 from ..storage.atomic import check_writable
-from . import mechanism, mechanism_schema
-from .accuracy_schema import accuracy_schema, run_columns, table_cell_columns
-from .metrics import METRICS, PER_TOKEN
+from ..tasks import get_task
 from ..training.batches import SequenceTable
 from ..training.checkpoints import load_model, read_description
+from . import mechanism, mechanism_schema
+from .accuracy_schema import accuracy_schema, run_columns, table_cell_columns
 from .decoding import greedy_decode
-from ..device import describe_device, inference_autocast, resolve_device
-from ..schemes import get_scheme
-from ..provenance.records import build_record
+from .metrics import METRICS, PER_TOKEN
 from .stats import wilson_interval
-from ..tasks import get_task
 
 MISSING = -1  # stands in for tokens and IDs a row did not generate
 
@@ -95,7 +95,7 @@ def evaluate(spec: dict, model_dir: Path, eval_data: Path, out_path: Path, *, ru
         say(f"{model_dir}: training diverged at step {diverged['step']} ({diverged['reason']}); "
             f"{len(cells)} cells recorded without accuracy")
     for i, (key, cell) in enumerate(cells):
-        keys = dict(zip(columns, key))
+        keys = dict(zip(columns, key, strict=False))
         sizes = {metric: int(cell["response"].list.len().sum()) if metric in PER_TOKEN else len(cell)
                  for metric in scored_metrics(scheme.predicts_positions)}
         if diverged:  # nothing to decode: every metric without a count

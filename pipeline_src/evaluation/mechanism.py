@@ -71,7 +71,7 @@ def analyse(spec: dict, model, description: dict, frame: pl.DataFrame, record: d
             found = analyse_cell(model, cell.head(spec["mechanism_samples"]), task.dependencies, scheme,
                                  batch_size=spec["batch_size"], rng=rng, device=device,
                                  precision=spec.get("precision", "fp32"))
-            values = tuple(dict(zip(columns, key)).get(column) for column in keys)
+            values = tuple(dict(zip(columns, key, strict=False)).get(column) for column in keys)
             for name, table_rows in found.items():
                 rows[name] += [(*values, *row) for row in table_rows]
     tables = {}
@@ -91,7 +91,8 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
     its ``row`` index), without the cell's keys: ``attention`` (layer, head, queries, dependency_mass,
     uniform_mass, entropy), ``flips`` (samples, relevant_flips, irrelevant_samples, irrelevant_flips),
     ``first_errors`` (row, response_length, first_error, first_token_error, first_position_error, depth)."""
-    samples = [(np.asarray(p), np.asarray(r)) for p, r in zip(cell["prompt"].to_list(), cell["response"].to_list())]
+    samples = [(np.asarray(p), np.asarray(r))
+               for p, r in zip(cell["prompt"].to_list(), cell["response"].to_list(), strict=False)]
     sets = [dependencies.sets(prompt, response) for prompt, response in samples]
     probes = [dependencies.probe(prompt, response, rng) for prompt, response in samples]
     table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
@@ -111,14 +112,14 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
         mass, uniform, entropy = mass + part_mass, uniform + part_uniform, entropy + part_entropy
         queries += count
         flips = [a + b for a, b in zip(flips, flip_counts(model, tokens, positions, probes[part], prompt_lengths,
-                                                          out["tokens"], device, precision))]
+                                                          out["tokens"], device, precision), strict=False)]
         first_errors += _first_errors(out, tokens, positions, prompt_lengths, lengths, scheme.predicts_positions)
     rows = [(layer, head, queries, *(float(total[layer, head] / queries) if queries else None
                                      for total in (mass, uniform, entropy)))
             for layer in range(n_layer) for head in range(n_head)]
     depths = cell["depth"].to_list() if "depth" in cell.columns else [None] * len(cell)
     first = [(int(row), length, min((e for e in (token, position) if e is not None), default=None), token, position,
-              depth) for row, (length, token, position), depth in zip(cell["row"], first_errors, depths)]
+              depth) for row, (length, token, position), depth in zip(cell["row"], first_errors, depths, strict=False)]
     return {"attention": rows, "flips": [tuple(flips)], "first_errors": first}
 
 
@@ -192,7 +193,7 @@ def flip_counts(model, tokens: torch.Tensor, positions: torch.Tensor, probes: li
         out = _forward(model, torch.stack([row for _, row in changed]), positions[index], device, precision)
         query = torch.as_tensor(watched)
         flipped = out["tokens"][torch.arange(len(rows)), query] != predicted[index, query]
-        for (kind, _), flip in zip(changed, flipped.tolist()):
+        for (kind, _), flip in zip(changed, flipped.tolist(), strict=False):
             counts[kind][0] += 1
             counts[kind][1] += int(flip)
     return (*counts["relevant"], *counts["irrelevant"])

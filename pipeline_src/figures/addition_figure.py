@@ -14,6 +14,7 @@ from . import lines
 
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "addition") -> None:
     lines.metric_panels(spec, inputs, outputs, rule,
-                        panels=[("exact_match", "whole sum (exact match)", None), ("answer", "carry out c_{n+1}", None)],
+                        panels=[("exact_match", "whole sum (exact match)", None),
+                                ("answer", "carry out c_{n+1}", None)],
                         x_label="operand digits n",
                         title="Addition: length generalization (mean over seeds; band: 95% interval, seeds pooled)")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..storage.provenance import read_record
 from ..storage.atomic import write_text
+from ..storage.provenance import read_record
 
 CODE = """\
 Made by lengthgen {{ code.package_version }} at git commit ``{{ code.git_commit }}``{{ dirty(code.git_dirty) }}

@@ -12,8 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import polars as pl
 
-from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
+from . import lines
 from .shared import mean_over_seeds, note_diverged, save_figure, suptitle
 
 

@@ -15,4 +15,5 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
     lines.metric_panels(spec, inputs, outputs, rule,
                         panels=[("answer", "answer s_n", 0.5), ("exact_match", "full response (exact match)", None)],
                         x_label="length n (bits)",
-                        title="Parity with a scratchpad: length generalization (mean over seeds; band: 95% interval, seeds pooled)")
+                        title="Parity with a scratchpad: length generalization (mean over seeds; band: 95% interval, "
+                              "seeds pooled)")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
-from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
+from . import lines
 from .shared import grid_figure, note_diverged, save_figure, suptitle
 
 PANELS = (  # title, metric, runs (variant, scheme)
@@ -28,7 +28,7 @@ PANELS = (  # title, metric, runs (variant, scheme)
 def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figure3") -> None:
     frame = read_accuracy(inputs)
     fig, _, axes = grid_figure(len(PANELS), (3.4, 3.3), sharey=True)
-    for ax, (title, metric, runs) in zip(axes, PANELS):
+    for ax, (title, metric, runs) in zip(axes, PANELS, strict=False):
         summary = lines.summarize(frame, metric)
         lines.draw(ax, summary, runs, spec, title=title, with_variant=False,
                    per_seed=frame.filter(pl.col("metric") == metric))

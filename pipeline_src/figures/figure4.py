@@ -19,12 +19,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..storage.provenance import read_record
-from ..language.influence_summary import recovered_gain
 from ..language.influence_config import SCREENED_OUT, InfluenceConfig
 from ..language.influence_parts import read_whole
+from ..language.influence_summary import recovered_gain
+from ..storage.provenance import read_record
 from .shared import grid_figure, save_figure, suptitle
-
 
 # The last panel's curves: the influential tokens, then the two null baselines.
 CURVES = (("sparse_loss", "influential tokens (own far context)", "tab:blue", "o"),
@@ -92,7 +91,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "figur
 
     ax = flat[k_max]
     n = 0
-    for offset, (column, label, colour, marker) in zip((-0.15, 0.0, 0.15), CURVES):
+    for offset, (column, label, colour, marker) in zip((-0.15, 0.0, 0.15), CURVES, strict=False):
         summary = recovered_gain(frame, gain_threshold=threshold, n_boot=spec["n_boot"], seed=spec["seed"],
                                  column=column)
         n = int(summary["n_targets"][0])

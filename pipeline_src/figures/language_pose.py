@@ -3,7 +3,8 @@
 Left: held-out loss by position of every language model (``main`` trained at context Lbar,
 ``short_rope`` and ``short_pose`` at the short context L, the latter with PoSE IDs up to the target
 length), positions past each model's training context included: thin lines per position, bold
-lines the mean over bins of ``POSITION_BINS``-th of the range (single positions are noisy). Right: for the analysed targets whose long-context gain (main model) exceeds
+lines the mean over bins of ``POSITION_BINS``-th of the range (single positions are noisy).
+Right: for the analysed targets whose long-context gain (main model) exceeds
 ``gain_threshold``, the loss PoSE saves with the full Lbar context,
 L_long(short_rope) - L_long(short_pose), grouped by how many influential tokens the target needs
 to recover ``recover_fraction`` of its gain (``> k_max``: more than the analysis chose). Points are
@@ -21,12 +22,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from ..storage import datasets
 from ..language.influence_summary import tokens_needed
 from ..language.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
-from .shared import save_figure, suptitle
+from ..storage import datasets
 from .figure4 import read_influence
+from .shared import save_figure, suptitle
 
 MODEL_COLOURS = {"main": "0.3", SHORT_ROPE: "tab:purple", SHORT_POSE: "tab:blue"}
 POSITION_BINS = 32  # the loss-by-position curve is also drawn as the mean over this many bins

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import polars as pl
 
 from ..evaluation import accuracy_schema
-from ..schemes import SCHEMES
 from ..evaluation.accuracy_schema import read_accuracy
+from ..schemes import SCHEMES
 from .shared import mean_over_seeds, note_diverged, save_figure, suptitle
 
 VARIANT_STYLE = {"scratchpad": "-", "direct": "--"}
@@ -72,7 +72,8 @@ def draw(ax, summary: pl.DataFrame, runs: list[tuple[str, str]], spec: dict, *, 
     for i, (variant, scheme, part) in enumerate(shown):
         colour = palette.get(scheme, cycle(i % 10))
         x = dodged(part["length"].to_numpy(), i - (len(shown) - 1) / 2, lengths, spec["x_scale"])
-        ax.plot(x, part["mean"], marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",
+        ax.plot(x, part["mean"],
+                marker=MARKERS[list(SCHEMES).index(scheme) % len(MARKERS)] if scheme in SCHEMES else "o",
                 ms=3.5, color=colour, ls=styles.get(variant, "-"),
                 label=label(variant, scheme, with_variant=with_variant))
         ax.fill_between(x, part["low"], part["high"], color=colour, alpha=0.12, lw=0)
@@ -106,7 +107,7 @@ def metric_panels(spec: dict, inputs: list, outputs: list, rule: str, *, panels:
     length; the legend to the right; runs whose training diverged named under the figure."""
     frame = read_accuracy(inputs)
     fig, axes = plt.subplots(1, len(panels), sharey=True, figsize=(5 * len(panels), 3.8), layout="constrained")
-    for ax, (metric, panel_title, chance) in zip(axes, panels):
+    for ax, (metric, panel_title, chance) in zip(axes, panels, strict=False):
         draw(ax, summarize(frame, metric), runs_of(spec), spec, title=panel_title, chance=chance,
              with_variant=len(spec["runs"]) > 1, per_seed=frame.filter(pl.col("metric") == metric))
         ax.set_xlabel(x_label)

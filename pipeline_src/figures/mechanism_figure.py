@@ -20,8 +20,8 @@ from pathlib import Path
 import polars as pl
 
 from ..evaluation import accuracy_schema, mechanism_schema
-from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
+from . import lines
 from .shared import grid_figure, note_diverged, save_figure, suptitle
 
 RUN = ["variant", "scheme", "seed"]
@@ -78,7 +78,7 @@ def plot(spec: dict, accuracy: list[Path], mechanism: list[dict[str, Path]], out
 
     exact = frame.filter((pl.col("metric") == "exact_match") & pl.col("accuracy").is_not_null())
     draw(axes[0], seed_band(exact, "accuracy"), title="exact match")
-    for ax, layer in zip(axes[1:], layers):
+    for ax, layer in zip(axes[1:], layers, strict=False):
         part = heads.filter(pl.col("layer") == layer)
         draw(ax, seed_band(part, "best"), title=f"layer {layer}: best head's mass on dependencies",
              ylabel="attention mass")

@@ -42,7 +42,8 @@ def mean_over_seeds(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     summary = (frame.group_by(keys)
                .agg(mean=pl.col("accuracy").mean(), seed_min=pl.col("accuracy").min(),
                     seed_max=pl.col("accuracy").max(), seeds=pl.col("accuracy").count(),
-                    pooled_correct=pl.col("correct").filter(finished).sum(), pooled_n=pl.col("n").filter(finished).sum())
+                    pooled_correct=pl.col("correct").filter(finished).sum(),
+                    pooled_n=pl.col("n").filter(finished).sum())
                .sort(keys))
     scored = (summary["pooled_n"] > 0).to_numpy()
     low, high = np.full(len(summary), np.nan), np.full(len(summary), np.nan)

@@ -12,8 +12,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import polars as pl
 
-from . import lines
 from ..evaluation.accuracy_schema import read_accuracy
+from . import lines
 from .shared import note_diverged, save_figure, suptitle
 
 
@@ -36,6 +36,7 @@ def plot(spec: dict, inputs: list[Path], outputs: list[Path], rule: str = "spars
             axes[row][col].set_xlabel("length 2l")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right center", title="scheme", fontsize=8)
-    suptitle(fig, "Sparse parity with a scratchpad: answer accuracy (mean over seeds; band: 95% interval, seeds pooled)")
+    suptitle(fig, "Sparse parity with a scratchpad: answer accuracy (mean over seeds; band: 95% interval, "
+                  "seeds pooled)")
     note_diverged(fig, frame)
     save_figure(fig, outputs, rule, spec, inputs)

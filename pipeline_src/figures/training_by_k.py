@@ -82,7 +82,7 @@ def draw_by_k(sub, by_k: dict) -> None:
     grid = sub.subplots(rows, columns, squeeze=False, sharey=True)
     largest = max(len(log["k_scored"][0]) for log in by_k.values())
     colours = plt.get_cmap("viridis")
-    for ax, ((variant, scheme, seed), log) in zip(grid.ravel(), by_k.items()):
+    for ax, ((variant, scheme, seed), log) in zip(grid.ravel(), by_k.items(), strict=False):
         steps, accuracy = binned(log)
         for k in range(accuracy.shape[1]):
             ax.plot(steps, accuracy[:, k], color=colours(0.85 * k / max(1, largest - 1)), lw=0.9,

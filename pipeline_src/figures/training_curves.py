@@ -20,9 +20,9 @@ import polars as pl
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation
 
+from ..evaluation.accuracy_schema import read_accuracy
 from ..storage.provenance import read_record
 from . import lines
-from ..evaluation.accuracy_schema import read_accuracy
 from .shared import diverged_cells, note_diverged, panel_grid, save_figure, suptitle
 from .training_by_k import by_k_canvas, draw_by_k, read_k_logs
 
@@ -100,7 +100,7 @@ def plot(spec: dict, accuracy: list[Path], logs: list[Path], outputs: list[Path]
             models = curves.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme))
             for (seed,), log in models.sort("seed", "step").group_by(["seed"], maintain_order=True):
                 log = thinned(log)
-                for ax, metric in zip(axes, METRICS):
+                for ax, metric in zip(axes, METRICS, strict=False):
                     ax.plot(log["step"], log[metric], color=colour, ls=styles.get(variant, "-"), lw=0.9,
                             alpha=0.85, gid=f"{variant}/{scheme}/seed{seed}")
                     if (variant, scheme, seed) in diverged:

@@ -149,7 +149,8 @@ def load(path: Path) -> Claim:
     except ConfigSchemaError as err:
         raise ClaimError(str(err).replace(f"{path} field ", f"{path}: field ", 1)) from None
     rules = tuple(Rule(**{**rule, "better": side(rule.get("better")), "worse": side(rule.get("worse")),
-                          "rising": side(rule.get("rising")), "k_test": tuple(rule["k_test"]) if "k_test" in rule else None})
+                          "rising": side(rule.get("rising")),
+                          "k_test": tuple(rule["k_test"]) if "k_test" in rule else None})
                   for rule in entry["compare"])
     seeds = entry.get("seeds", "all")
     shown = entry.get("shown")
@@ -188,7 +189,8 @@ def check_claim(claim: Claim) -> None:
         where = f"compare[{i}]"
         trend = rule.test in TREND_TESTS
         if trend != (rule.rising is not None) or trend == (rule.better is not None or rule.worse is not None):
-            raise fault(where, f"a {rule.test} test compares " + ("the groups of 'rising'" if trend else "'better' with 'worse'"))
+            raise fault(where, f"a {rule.test} test compares "
+                        + ("the groups of 'rising'" if trend else "'better' with 'worse'"))
         if not trend and (rule.better is None or rule.worse is None):
             raise fault(where, "name both sides, 'better' and 'worse'")
         by_k = task is not None and task.layout.by_k_train
@@ -201,7 +203,8 @@ def check_claim(claim: Claim) -> None:
                 raise fault(f"{where}.{label}.variant", f"no run variant {found.variant!r} in {claim.figure}; "
                             f"known: {', '.join(variants)}")
             if found.scheme is not None and found.scheme not in SCHEMES:
-                raise fault(f"{where}.{label}.scheme", f"no scheme {found.scheme!r}; known: {', '.join(sorted(SCHEMES))}")
+                raise fault(f"{where}.{label}.scheme",
+                            f"no scheme {found.scheme!r}; known: {', '.join(sorted(SCHEMES))}")
             if (found.k_test is not None or found.K_train is not None) and not by_k:
                 raise fault(f"{where}.{label}", f"{claim.figure}'s task has no k_test or K_train")
     check_parts(claim, fault)

@@ -97,7 +97,8 @@ def _pairs(rule: Rule, spec: dict, specs: dict | None = None) -> list[Pair]:
         apart = rule.better.config != rule.worse.config  # the same run of two configs: two models
         return [Pair(named(rule.better, *b, k=rule.better.k_test), named(rule.worse, *w, k=rule.worse.k_test),
                      cell_name(rule), rule.paired)
-                for b in side_runs(rule.better, spec, specs) for w in side_runs(rule.worse, spec, specs) if b != w or apart]
+                for b in side_runs(rule.better, spec, specs) for w in side_runs(rule.worse, spec, specs)
+                if b != w or apart]
     k_test = sorted(spec["k_test"])
     found = []
     if rule.each == "K_train":
@@ -132,7 +133,8 @@ def trends(rule: Rule, spec: dict) -> list[Groups]:
         for K, variant, scheme in trained:
             ks = [k for k in k_test if k <= K]
             cells = tuple(named(side, variant, scheme, K, k) for k in ks)
-            found.append(Groups(rule.name.format(K_train=K), ordered(cells, side), cell_name(rule, K_train=K), rule.test))
+            found.append(Groups(rule.name.format(K_train=K), ordered(cells, side), cell_name(rule, K_train=K),
+                                rule.test))
     else:
         low, high = rule.k_test
         for k in k_test:

@@ -69,7 +69,8 @@ def with_error(p: float, draws: int) -> str:
 def _after_common(name: str, other: str) -> str:
     """``name`` less the words it shares with ``other`` at the start: "K_train 4" beside "K_train 6" is "4"."""
     words, others = name.split(), other.split()
-    common = next((i for i, (a, b) in enumerate(zip(words, others)) if a != b), min(len(words), len(others)))
+    common = next((i for i, (a, b) in enumerate(zip(words, others, strict=False)) if a != b),
+                  min(len(words), len(others)))
     return " ".join(words[common:]) or name
 
 

@@ -119,6 +119,7 @@ def shown_beyond(claim: Claim, spec: dict, runs: TaskResults) -> str:
     length = runs.beyond(claim.shown)
     if length is None:
         return f" {claim.shown:g}x: not evaluated."
-    values = ", ".join(f"{cell.name} {stat if (stat := runs.at(cell.variant, cell.scheme, length)) is not None else 'no results'}"
+    values = ", ".join(f"{cell.name} "
+                       f"{stat if (stat := runs.at(cell.variant, cell.scheme, length)) is not None else 'no results'}"
                        for cell in claim_runs.shown(claim, spec))
     return f" Shown, not judged: length {length} ({claim.shown:g}x): {values}."

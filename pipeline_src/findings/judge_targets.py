@@ -28,7 +28,8 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     return (intervals if claim.compare[0].test == "intervals" else signed_rank)(claim, spec, rows)
 
 
-def gaining(claim: Claim, rows: pl.DataFrame, k: int, threshold: float, criterion: str) -> tuple[Finding | None, int, str]:
+def gaining(claim: Claim, rows: pl.DataFrame, k: int, threshold: float,
+            criterion: str) -> tuple[Finding | None, int, str]:
     """The row of a claim with nothing to test (no influence table, no numbers at ``k``, no gaining
     target), else None, with the targets analysed and a sentence of those gaining."""
     def stop(numbers: str, why: str) -> tuple[Finding, int, str]:
@@ -119,7 +120,8 @@ def signed_rank(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                "(other above)")
     word = signed_rank_word(test)
     if word == REPRODUCED:
-        found = f"{REPRODUCED}: own far tokens above another document's, signed-rank p = {test.p:.3g} ({gaining_} targets)"
+        found = (f"{REPRODUCED}: own far tokens above another document's, signed-rank p = {test.p:.3g} "
+                 f"({gaining_} targets)")
     elif word == CONTRADICTED:
         found = (f"{CONTRADICTED}: another document's far tokens above the own, signed-rank p = {test.p_reverse:.3g} "
                  f"({gaining_} targets)")

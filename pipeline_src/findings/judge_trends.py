@@ -18,9 +18,9 @@ from .claim_file import Claim
 from .claim_runs import TREND_GROUPS, Groups
 from .finding import Finding, undecided
 from .fit_gate import FITS, k_train_not_learned
+from .monte_carlo import shown_p
 from .scope import scope
 from .seed_summary import TaskResults
-from .monte_carlo import shown_p
 from .trend import Trend, jonckheere, page
 
 CORRECTION = ("A comparison holds when its p at some judged length is at most {alpha:g} / (lengths judged); "
@@ -40,7 +40,8 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
                  + " ".join(rule.says for rule in claim.compare) + " "
                  + CORRECTION.format(alpha=significance.ALPHA)
                  + (GATE.format(fits=FITS) if claim.gate == "every K_train fits" else ""))
-    why = (judged.nothing(claim) or (f"fewer than {TREND_GROUPS} K_train trained" if len(trained) < TREND_GROUPS else "")
+    why = (judged.nothing(claim)
+           or (f"fewer than {TREND_GROUPS} K_train trained" if len(trained) < TREND_GROUPS else "")
            or seeds_missing(runs, trained, judged.seeds))
     if why:
         return Finding(claim.name, text, criterion, f"nothing judged: {why}.", undecided(f"no results: {why}"))
@@ -51,8 +52,8 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     tests = tuple(test for trends in family.values() for test in trends)
     numbers = "; ".join([str(test) for test in tests] + [f"{absent}: no results" for absent in missing]) + "."
     if unlearned:
-        return Finding(claim.name, text, criterion, numbers, undecided(f"not learned at the training length: {unlearned}"),
-                       tests)
+        return Finding(claim.name, text, criterion, numbers,
+                       undecided(f"not learned at the training length: {unlearned}"), tests)
     return Finding(claim.name, text, criterion, numbers, verdict(family, missing), tests)
 
 
@@ -64,7 +65,8 @@ def seeds_missing(runs: TaskResults, trained: list[tuple[int, str, str]], seeds:
     return f"seeds judged not all there ({', '.join(short)})" if short else ""
 
 
-def comparisons(trends: list[Groups], runs: TaskResults, lengths: list[int]) -> tuple[dict[str, list[Trend]], list[str]]:
+def comparisons(trends: list[Groups], runs: TaskResults,
+                lengths: list[int]) -> tuple[dict[str, list[Trend]], list[str]]:
     """Every test of ``trends`` (its name -> one test per judged length), and the cells without results."""
     family: dict[str, list[Trend]] = {}
     missing: list[str] = []

@@ -60,7 +60,7 @@ def judged(claim: Claim, tests: list, threshold: float) -> tuple[str, str]:
     held = [holds(claim, family) for family in families.values()]
     if all(held):
         return REPRODUCED, f"p <= {max(test.p for test in best):.2g}"
-    weakest = max((test for test, ok in zip(best, held) if not ok), key=lambda test: test.p)
+    weakest = max((test for test, ok in zip(best, held, strict=False) if not ok), key=lambda test: test.p)
     return UNDECIDED, f"p = {weakest.p:.2g}"
 
 

@@ -104,7 +104,7 @@ def reproduced_draws(structure: Structure, values: dict[str, np.ndarray]) -> np.
         chunk = slice(start, start + POWER_CHUNK)
         found = [p_values(values[better][chunk], values[worse][chunk], paired, exact_up_to=PERMUTATIONS)
                  for better, worse, paired in structure.comparisons]
-        p, p_reverse = (np.stack(side, axis=-1) for side in zip(*found))
+        p, p_reverse = (np.stack(side, axis=-1) for side in zip(*found, strict=False))
         reproduced[chunk] = ((p <= ALPHA).all(axis=-1)
                              & ~(p_reverse.min(axis=-1) <= ALPHA / len(structure.comparisons)))
     return reproduced

@@ -133,7 +133,7 @@ def summary_made(summary: Path, figure: str) -> list[Made]:
     made = set()
     for run, rows in runs.items():
         number = int(run[seed]) if run[seed] and task != LANGUAGE else None
-        first = next((version for version, there in zip(history, held) if rows <= there), None)
+        first = next((version for version, there in zip(history, held, strict=False) if rows <= there), None)
         made.add(Made(number, first.time, first.commit) if first else Made(number, os.stat(summary).st_mtime, None))
     return sorted(made, key=lambda m: (m.time, m.seed if m.seed is not None else -1))
 
@@ -227,5 +227,6 @@ def written(claim: Path, made: list[Made], registered: tuple[str, str] | None = 
     else:
         line = f"pre-registered: {judged}, before every result it judges"
     if seen:
-        line += f"; seeds {', '.join(map(str, seen))} were already judged by an earlier version ({earlier[0].commit[:7]})"
+        line += (f"; seeds {', '.join(map(str, seen))} were already judged by an earlier version "
+                 f"({earlier[0].commit[:7]})")
     return Written(not after, line)

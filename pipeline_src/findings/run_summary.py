@@ -126,7 +126,7 @@ def gain(rows: pl.DataFrame, variant: str, k: int) -> dict[str, float]:
     """Figure 4's numbers of ``variant`` (:data:`OWN` or :data:`OTHER`) at ``k``: metric -> value."""
     found = rows.filter((pl.col("task") == LANGUAGE) & (pl.col("variant") == variant) & (pl.col("k") == k)
                         & pl.col("metric").is_in(GAIN_METRICS))
-    return dict(zip(found["metric"], found["value"]))
+    return dict(zip(found["metric"], found["value"], strict=False))
 
 
 def paired(rows: pl.DataFrame, k: int) -> pl.DataFrame:
@@ -196,7 +196,8 @@ def read(path: Path) -> pl.DataFrame:
         missing = [name for name in SCHEMA if name not in header]
         if missing or len(header) != len(SCHEMA):
             extra = [name for name in header if name not in SCHEMA]
-            raise SummaryError(f"{path}: " + (f"no column {missing[0]!r}" if missing else f"unknown column {extra[0]!r}")
+            raise SummaryError(f"{path}: "
+                               + (f"no column {missing[0]!r}" if missing else f"unknown column {extra[0]!r}")
                                + f" (a run summary has {', '.join(SCHEMA)})")
         return pl.read_csv(path, schema=SCHEMA)
     except (OSError, pl.exceptions.PolarsError) as err:

@@ -45,8 +45,9 @@ def configured(spec: dict, rows: pl.DataFrame) -> pl.DataFrame:
     """The rows of ``rows`` (run-summary columns) that the task figure ``spec`` judges: its task, runs
     and seeds, each run's headline metric."""
     task = get_task(spec["task"])
-    runs = pl.DataFrame([(variant, scheme, task.headline_metric(variant)) for variant, schemes in spec["runs"].items()
-                         for scheme in schemes], schema={"variant": pl.String, "scheme": pl.String, "metric": pl.String},
+    runs = pl.DataFrame([(variant, scheme, task.headline_metric(variant))
+                         for variant, schemes in spec["runs"].items() for scheme in schemes],
+                        schema={"variant": pl.String, "scheme": pl.String, "metric": pl.String},
                         orient="row")
     mine = rows.filter((pl.col("task") == spec["task"]) & pl.col("seed").is_in(spec["seeds"]))
     return mine.join(runs, on=["variant", "scheme", "metric"], how="semi")
@@ -90,7 +91,7 @@ class TaskResults:
         k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
         found = self._rows.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
                                   & (pl.col("length") == length) & k_match).sort("seed")
-        return dict(zip(found["seed"].to_list(), found["value"].to_list()))
+        return dict(zip(found["seed"].to_list(), found["value"].to_list(), strict=False))
 
     def seeds_with(self, variant: str, scheme: str) -> list[int]:
         """The seeds of the run with a value in some cell (a diverged seed's are null: left out)."""

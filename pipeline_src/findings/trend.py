@@ -37,7 +37,7 @@ class Trend:
     draws: tuple[int, int] = (0, 0)  # permutations drawn for p and p_reverse where more than JT_RESAMPLES, else 0
 
     def __str__(self) -> str:
-        groups = " < ".join(f"{label} {mean:.2f}" for label, mean in zip(self.labels, self.means))
+        groups = " < ".join(f"{label} {mean:.2f}" for label, mean in zip(self.labels, self.means, strict=False))
         return (f"{self.cell}: {groups}; {self.test} p = {shown_p(self.p, self.draws[0])} (reverse "
                 f"{shown_p(self.p_reverse, self.draws[1])}, {self.seeds} seeds)")
 

@@ -22,10 +22,19 @@ from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary,
 from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
+from .finding import (
+    COLUMNS,
+    NO_RESULTS,
+    NOT_CONFIGURED_CRITERION,
+    POST_HOC_NOTE,
+    READING_NOTE,
+    Finding,
+    not_judged,
+    part_rows,
+    rehearsed,
+)
 from .part_verdicts import part_verdicts
 from .stability import FRAGILE_NOTE, weighed
-from .finding import (COLUMNS, NO_RESULTS, NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, Finding,
-                      not_judged, part_rows, rehearsed)
 
 REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
 ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "

@@ -26,21 +26,20 @@ import numpy as np
 import polars as pl
 import torch
 
+from ..device import describe_device, resolve_device
+from ..provenance.records import build_record
 from ..storage import datasets
 from ..storage.atomic import check_writable
+from ..training.checkpoints import load_model
 from . import lm, pretrained
 from .influence import influential_tokens
 from .influence_config import InfluenceConfig, part_span
 from .influence_table import influence_schema, screening
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
-from .targets import select_targets, target_contexts
-from ..training.checkpoints import load_model
-from ..device import describe_device, resolve_device
 from .schemas import LossByPositionSchema, TargetLossSchema
-from ..provenance.records import build_record
+from .targets import select_targets, target_contexts
 from .token_stream import say_to_stderr as _say
 from .tokenizer import read_tokens
-
 
 # --- loss by position and target losses -------------------------------------------------------------
 
@@ -178,7 +177,8 @@ def analyse(spec: dict, tokens: Path, out: Path, *, model_dir: Path | None = Non
     started = time.monotonic()  # each progress line says how long the analysis has run (lengthgen status reads it)
     result = influential_tokens(None, targets, cfg, logits_fn=logits_fn, device=device, part=span,
                                 progress=lambda done, total, detail: say(
-                                    f"influential tokens{which}: {done}/{total} after {time.monotonic() - started:.0f} s"
+                                    f"influential tokens{which}: {done}/{total} after "
+                                    f"{time.monotonic() - started:.0f} s"
                                     + (f"; {detail}" if detail else "")))
     record = build_record(rule, "language_eval", spec, inputs={**inputs, "tokens": tokens}, seeds=seeds,
                           scheme=None if model_dir is None else description["scheme"])

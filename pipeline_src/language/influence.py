@@ -82,7 +82,6 @@ from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, PER_K
 from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses
 from .targets import target_contexts
 
-
 # --- losses -------------------------------------------------------------------------------------
 
 
@@ -274,7 +273,7 @@ def _lists(matrix, cast, dtype, n: int, analysed: np.ndarray | None) -> pl.Serie
     rows = [list(map(cast, row)) for row in matrix]
     if analysed is not None:
         placed = [[None] * np.shape(matrix)[1] for _ in range(n)]
-        for i, row in zip(analysed.tolist(), rows):
+        for i, row in zip(analysed.tolist(), rows, strict=False):
             placed[i] = row
         rows = placed
     return pl.Series(rows, dtype=dtype)

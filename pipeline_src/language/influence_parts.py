@@ -67,6 +67,7 @@ def read_whole(paths: list[Path], cfg: InfluenceConfig) -> pl.DataFrame:
     ordered = in_draw_order(paths)
     parts = [part for _, part in ordered if part is not None]
     if parts and missing(parts):
-        raise InfluenceError(f"{ordered[0][0].parent}: the draw's {parts_text(missing(parts), parts[0]['of'])} not there "
+        raise InfluenceError(f"{ordered[0][0].parent}: the draw's {parts_text(missing(parts), parts[0]['of'])} "
+                             "not there "
                              f"(there: {parts_text([part['index'] for part in parts], parts[0]['of'])})")
     return pl.concat([read_influence(path, cfg) for path, _ in ordered])

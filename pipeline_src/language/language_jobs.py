@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..planning.devices import device_setting
 from ..model_config import model_config
+from ..planning.devices import device_setting
 from .influence_config import part_span
 
 LANGUAGE = "language"

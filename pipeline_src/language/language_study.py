@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from shlex import quote
 
-from . import language_jobs as lang
 from ..planning import paths
-from ..provenance.code_digest import stage_digest
 from ..planning.study import Study
+from ..provenance.code_digest import stage_digest
+from . import language_jobs as lang
 
 FIGURE4, POSE_FIGURE = lang.LANGUAGE_FIGURES
 DRAW = {FIGURE4: "pipeline_src.figures.figure4:plot", POSE_FIGURE: "pipeline_src.figures.language_pose:plot"}
@@ -25,7 +25,8 @@ not provenance: the model, corpus and analysis are those of the config the summa
 {% else -%}
 **This run** (from the provenance of the figure and of every file it was made from):
 {% if has("language_train", "seed") -%}
-language model seed {{ value("language_train", "seed") }} (split seed {{ value("language_corpus", "corpus.split_seed") }},
+language model seed {{ value("language_train", "seed") }} (split seed \
+{{ value("language_corpus", "corpus.split_seed") }},
 target seed {{ value("language_influence", "seed") }}, bootstrap seed {{ spec.seed }}); corpus
 {{ value("language_corpus", "corpus.source") }}; d_model {{ value("language_train", "model.d_model") }},
 {{ count("language_train", "model.n_layer", "layer") }}, {{ count("language_train", "model.n_head", "head") }};
@@ -37,7 +38,8 @@ the pretrained model {{ value("language_influence", "hf_model") }} (split seed
 bootstrap seed {{ spec.seed }}); corpus {{ value("language_corpus", "corpus.source") }};
 {%- endif %} tokenizer
 {% if has("language_corpus", "tokenizer.vocab_size") %}of {{ value("language_corpus", "tokenizer.vocab_size") }} tokens
-{%- else %}{{ value("language_corpus", "tokenizer.path") }}{% endif %}; {{ value("language_influence", "n_targets") }} analysed targets,
+{%- else %}{{ value("language_corpus", "tokenizer.path") }}{% endif %}; \
+{{ value("language_influence", "n_targets") }} analysed targets,
 {{ value("language_influence", "selection") }} selection up to k = {{ value("language_influence", "k_max") }}.
 {% endif -%}
 """

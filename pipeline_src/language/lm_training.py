@@ -49,5 +49,5 @@ def train_language_model(spec: dict, tokens: Path, tokenizer: Path, out_dir: Pat
     logs and summary into ``out_dir``. ``options`` as for :func:`pipeline_src.training.train.run`."""
     from ..training.train import run
 
-    return run(spec, lambda: LanguageSource(spec, tokens, tokenizer), out_dir, rule=options.pop("rule", "language_train"),
-               **options)
+    return run(spec, lambda: LanguageSource(spec, tokens, tokenizer), out_dir,
+               rule=options.pop("rule", "language_train"), **options)

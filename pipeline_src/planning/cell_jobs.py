@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..provenance.code_digest import stage_digest
-from . import jobs
-from . import paths
+from . import jobs, paths
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ DEFAULT = "auto"
 # A number of GPUs the workflow assumes instead of the ones it finds: pretend GPUs on a machine
 # without CUDA (tests and dry runs of GPU scheduling; the jobs then run on the CPU), or fewer GPUs.
 GPUS_ENV = "LENGTHGEN_GPUS"
-RESUME_ANYWHERE_ENV = "LENGTHGEN_RESUME_ON_ANOTHER_DEVICE"  # "1": a training run may resume a checkpoint of another device type
+# "1": a training run may resume a checkpoint of another device type
+RESUME_ANYWHERE_ENV = "LENGTHGEN_RESUME_ON_ANOTHER_DEVICE"
 SLOTS_ENV = "LENGTHGEN_GPU_SLOTS"  # "GPUS,MODELS_PER_GPU,FOLDER": set by the workflow, read by pipeline_src.device
 
 

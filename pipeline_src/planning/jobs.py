@@ -17,11 +17,11 @@ from __future__ import annotations
 import itertools
 import re
 
-from .devices import device_setting
 from ..model_config import model_config
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
+from .devices import device_setting
 
 
 class TaskConfigError(ValueError):

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 
-from . import jobs
-from . import paths
 from ..provenance.code_digest import stage_digest
+from ..tasks import get_task
+from . import jobs, paths
 from .cell_jobs import cell_jobs
 from .study import Companion, Study
-from ..tasks import get_task
 
 # The "This run" block of a task figure's caption (pipeline_src/figures/caption.py renders it).
 CAPTION_RUN = """\

@@ -16,9 +16,10 @@ the Python version, so a new Python reruns everything. Each file is parsed once 
 if it changes).
 
 Registries discover their members with :mod:`pkgutil`, which no static import names: a job's task
-module (``get_task(name).module``) and scheme modules (the scheme's ``code_modules``: its own, its encoding's and its transform's, where it
-declares one) join its digest with their own closures. So editing one task's generator reruns only
-that task's jobs, and a task module importing another task's module depends on both.
+module (``get_task(name).module``) and scheme modules (the scheme's ``code_modules``: its own,
+its encoding's and its transform's, where it declares one) join its digest with their own
+closures. So editing one task's generator reruns only that task's jobs, and a task module
+importing another task's module depends on both.
 
 Not part of any digest, deliberately: the modules that dispatch or record results without changing
 them (:func:`left_out` lists them). Each says so itself with a top-level ``IN_CODE_DIGEST = False``

@@ -176,10 +176,11 @@ def side_across(claim: Claim, field: str, side: Side, sources: Sources) -> tuple
         raise AcrossError(f"{where}: {found[0][0]} and {found[1][0]} were both made with it; give one of them")
     source, tables = found[0]
     rows = sources.rows(source, spec, tables)
-    held = rows.join(pl.DataFrame(runs, schema=["variant", "scheme"], orient="row"), on=["variant", "scheme"], how="semi")
+    held = rows.join(pl.DataFrame(runs, schema=["variant", "scheme"], orient="row"), on=["variant", "scheme"],
+                     how="semi")
     if held.is_empty():
-        raise AcrossError(f"{source}: no results of {', '.join(f'{s} ({v})' for v, s in runs)}, the runs of {claim.path} "
-                          f"field {field} ({side.name!r}), though made with its config")
+        raise AcrossError(f"{source}: no results of {', '.join(f'{s} ({v})' for v, s in runs)}, "
+                          f"the runs of {claim.path} field {field} ({side.name!r}), though made with its config")
     made = tables_made(tables) if source.configfiles is None else summary_made(source.path, claim.figure)
     return SideRuns(side.name, spec, rows, source.path, tuple(made)), ""
 

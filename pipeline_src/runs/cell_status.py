@@ -35,13 +35,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..planning import jobs
-from ..planning import paths
+from ..planning import jobs, paths
+from ..planning.cell_jobs import Job, cell_jobs
 from ..storage.canonical import config_hash
 from ..storage.provenance import flat_fields, read_record
-from ..training.progress_line import last_progress
 from ..tasks import get_task
-from ..planning.cell_jobs import Job, cell_jobs
+from ..training.progress_line import last_progress
 from .adoption import rests_on
 
 STATES = ("done", "diverged", "stale", "missing")
@@ -140,7 +139,8 @@ def _progress(chain: list[Job], cell: dict) -> str:
     if "train" in done:
         trained = _divergence(paths.train_outputs(**cell)["summary"]) or "trained"
         log = Path(paths.log(paths.eval_job(**cell)))
-        return f"{trained}; evaluation failed or still running: see {log}" if log.exists() else f"{trained}, not evaluated"
+        return (f"{trained}; evaluation failed or still running: see {log}" if log.exists()
+                else f"{trained}, not evaluated")
     log = Path(paths.log(paths.train_job(**cell)))
     if log.exists():
         where = last_progress(log)
@@ -228,7 +228,8 @@ def format_status(statuses: list[CellStatus], width: int | None = None) -> str:
     if cut:
         lines = [line if len(line) <= width else line[:max(0, width - 3)] + "..." for line in lines]
     return "\n".join([*lines, f"{len(statuses)} cells: {counts}",
-                      *(["(notes cut to the terminal's width: lengthgen status --wide shows them whole)"] if cut else [])])
+                      *(["(notes cut to the terminal's width: lengthgen status --wide shows them whole)"]
+                        if cut else [])])
 
 
 def unfinished_cells(results: Path = Path(paths.RESULTS)) -> dict[str, str | list[str]]:
@@ -265,4 +266,5 @@ def _point(point: tuple[int, float | None] | None) -> str:
 def aligned(rows: list[list[str]]) -> list[str]:
     """Rows padded to left-aligned columns two spaces apart (the last column unpadded)."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in rows]
+    return ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
+            for row in rows]

@@ -73,8 +73,7 @@ def planned_jobs(configfiles: list[Path] | tuple[Path, ...], targets: list[str],
     with every job it runs, sorted by name: the DAG Snakemake builds for the config of
     ``configfiles`` (over config/config.yaml) in the working directory, as for ``snakemake -n``."""
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, Quietness,
-                                          ResourceSettings)
+    from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, Quietness, ResourceSettings
 
     if not Path(snakefile).is_file():
         raise EstimateError(f"{snakefile}: no Snakefile here (run from the pipeline's working directory)")

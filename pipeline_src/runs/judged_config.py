@@ -31,11 +31,11 @@ import itertools
 from pathlib import Path
 from typing import Callable
 
-from ..planning import paths
-from .landing import difference_text, expected_values, figure_differences, value_differences
 from ..config.layers import BASE_CONFIG, ConfigError
-from ..storage.provenance import upstream_values
 from ..findings.claim_file import claims_of
+from ..planning import paths
+from ..storage.provenance import upstream_values
+from .landing import difference_text, expected_values, figure_differences, value_differences
 
 
 class ConfigMismatch(ValueError):

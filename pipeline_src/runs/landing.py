@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 from ..planning import paths
+from ..planning.study import Study
+from ..provenance.records import code_version, library_versions
 from ..storage.canonical import canonical_json, config_hash
 from ..storage.provenance import add_values, read_record
-from ..provenance.records import code_version, library_versions
 from .adoption import file_note
 from .cell_status import diff_fields, unfinished_cells
-from ..planning.study import Study
-
 
 # Snakemake's page template centres the page's content vertically in a window-high box: a landing
 # page taller than the window would start above the window's top, out of reach of the scroll bar.
@@ -94,7 +93,7 @@ def figure_differences(config: dict, study: Study, figure: str, record: dict, li
 def figures_section(config: dict, studies: tuple[Study, ...]) -> list[str]:
     """One bullet per figure of ``config``: made with it, made with another, or not made."""
     lines = []
-    for study, figure in ((study, figure) for study in studies for figure in study.figures(config)):
+    for study, figure in ((each, name) for each in studies for name in each.figures(config)):
         png = paths.figure_files(figure)[0]
         if not Path(png).exists():
             lines.append(f"- **{figure}**: not made yet (no ``{png}``)")

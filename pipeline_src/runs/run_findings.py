@@ -12,11 +12,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ..planning import jobs
-from ..planning import paths
-from ..findings import verdicts as judged
 from ..findings import run_summary
+from ..findings import verdicts as judged
 from ..findings.claim_file import LANGUAGE_FIGURE, Claim, claims_of
+from ..planning import jobs, paths
 
 README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
 
@@ -88,7 +87,7 @@ def dated(found: list[judged.Finding], claims: list[Claim], made: dict[str, list
     from ..findings.preregistration import written
 
     rows = []
-    for row, claim in zip(found, claims):
+    for row, claim in zip(found, claims, strict=False):
         if row.criterion != NOT_CONFIGURED_CRITERION and "no results" not in row.verdict:
             sides = (across or {}).get(claim.name)
             when = written(claim.path, sides.made if sides else made.get(claim.figure, []), claim.registered)
@@ -142,9 +141,10 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
     ``keep_others``, ``export``'s earlier rows of the models without tables under ``results`` are kept
-    and judged too (figures, or a figure's seeds, run in separate sittings: :func:`.run_summary.merged`). The claims whose sides are runs of different
-    configs are judged from the results given and ``also``'s (:mod:`.across_folders`). Tables made with
-    another config are a :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
+    and judged too (figures, or a figure's seeds, run in separate sittings: :func:`.run_summary.merged`).
+    The claims whose sides are runs of different configs are judged from the results given and
+    ``also``'s (:mod:`.across_folders`). Tables made with another config are a
+    :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
     :class:`NoResults`, before anything is judged or written."""
     from ..config.load import load_config
     from ..findings.preregistration import check_registered, summary_made, tables_made

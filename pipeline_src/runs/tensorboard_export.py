@@ -63,7 +63,8 @@ def export(results: Path, out_dir: Path) -> list[str]:
         writer = writer_class(log_dir=str(folder))
         try:
             tables = [pl.read_parquet(log) for log in logs]
-            clock = dict(zip(tables[0]["step"], tables[0]["seconds"])) if "seconds" in tables[0].columns else {}
+            clock = (dict(zip(tables[0]["step"], tables[0]["seconds"], strict=False))
+                     if "seconds" in tables[0].columns else {})
             start = logs[0].stat().st_mtime - max(clock.values(), default=0.0)
             for table in tables:
                 write_scalars(writer, table, start, clock)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
+from ..evaluation.metrics import METRICS
 from ..options import CONFIGFILES, THREADS, model_job_errors
 from .adoption import adopt_command
 from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
-from ..evaluation.metrics import METRICS
 
 
 @click.command("mechanism-table")
@@ -31,7 +31,8 @@ def mechanism_table(folders: tuple[Path, ...], lengths: str | None, by_depth: bo
     try:
         wanted = [int(length) for length in lengths.split(",")] if lengths else None
     except ValueError:
-        raise click.BadParameter(f"{lengths!r}: give whole numbers separated by commas", param_hint="--lengths")
+        raise click.BadParameter(f"{lengths!r}: give whole numbers separated by commas",
+                                 param_hint="--lengths") from None
     try:
         click.echo(markdown((depth_summary if by_depth else mechanism_summary)(list(folders), wanted)))
     except ValueError as err:
@@ -86,12 +87,12 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     and the verdict. Tables whose provenance records another config stop it first, in one line naming
     the table, the field and the --configfile to pass where a shipped config matches. A claim whose
     sides are runs of two configs is judged with --also: each side from the results made with its config."""
+    from ..findings.claim_file import ClaimError
+    from ..findings.run_summary import SummaryError
     from ..planning.paths import RESULTS
     from .across_folders import AcrossError, also
     from .judged_config import ConfigMismatch
     from .run_findings import NoResults, report
-    from ..findings.claim_file import ClaimError
-    from ..findings.run_summary import SummaryError
 
     if results is not None and from_summary is not None:
         raise click.UsageError("give RESULTS or --from-summary, not both")
@@ -100,7 +101,8 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     if scales is not None:
         if results is not None or from_summary is not None or configfiles or export is not None or also_given:
             raise click.UsageError("--scales judges the summaries its file names, each with its own config (and "
-                                   "its also): give no RESULTS, --from-summary, --configfile, --export or --also with it")
+                                   "its also): give no RESULTS, --from-summary, --configfile, --export or "
+                                   "--also with it")
         return _judged_scales(scales, markdown_file, readme, claim_folders)
     results = results or Path(RESULTS)
     if from_summary is None and not results.is_dir():
@@ -116,10 +118,10 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
 def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None,
                    claim_folders: tuple[Path, ...]) -> None:
     from ..config.layers import ConfigError
-    from . import scales as across
-    from .across_folders import AcrossError
     from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
+    from . import scales as across
+    from .across_folders import AcrossError
 
     try:
         click.echo(across.report(scales, markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
@@ -276,9 +278,9 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
 def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: Path | None) -> None:
     """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
     be made."""
-    from .estimate import EstimateError, estimate_run
     from ..planning.paths import RESULTS
     from ..studies import figures
+    from .estimate import EstimateError, estimate_run
 
     try:
         click.echo(estimate_run(configfiles, figures(config), cores, results or Path(RESULTS)))
@@ -294,9 +296,9 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     Snakemake: YAML syntax (file, line and column), the schema and every cross-field rule. Run it when
     Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
     --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
-    from ..planning import jobs
     from ..config.layers import ConfigError
     from ..config.load import load_config
+    from ..planning import jobs
 
     try:
         config = load_config((*configfiles, *listed))
@@ -311,8 +313,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
 def spec(artifact: Path) -> None:
     """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
     back with --spec to rerun that step by hand."""
-    from ..storage.provenance import read_record
     from ..storage.canonical import canonical_json
+    from ..storage.provenance import read_record
 
     try:
         record = read_record(artifact)
@@ -359,8 +361,13 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
     --influence N, the time of the batched influential-token analysis of N targets."""
+    from .benchmarks.inference import (
+        decode_benchmark,
+        format_decode_report,
+        format_influence_report,
+        influence_benchmark,
+    )
     from .benchmarks.training_step import format_report, run_benchmark
-    from .benchmarks.inference import (decode_benchmark, format_decode_report, format_influence_report, influence_benchmark)
 
     if influence_targets is not None:
         click.echo(format_influence_report(influence_benchmark(

@@ -8,9 +8,9 @@ Positions are data. A task supplies IDs for every token; a scheme decides
 * whether the model also *predicts* the ID of the next token (``predicts_positions``).
 
 Every module of this package that defines ``SCHEME`` (a :class:`~.scheme.Scheme`) is a member,
-and the scheme is named after it; adding a scheme is adding its module. The encodings are those the members use, by name (the
-``ModelConfig.position_encoding`` of a model). Importing the registry imports no torch (see
-:mod:`.scheme`), so the workflow can check a config cheaply.
+and the scheme is named after it; adding a scheme is adding its module. The encodings are those
+the members use, by name (the ``ModelConfig.position_encoding`` of a model). Importing the
+registry imports no torch (see :mod:`.scheme`), so the workflow can check a config cheaply.
 """
 
 from __future__ import annotations

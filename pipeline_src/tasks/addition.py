@@ -11,9 +11,10 @@ share an ID, a_i, b_i and c_i -> r+i; ``+`` and ``=`` -> r (so c_1, predicted at
 after it, and each c_{i+1} one after c_i); c_{n+1} -> r+n+1 and ``<eos>`` -> r+n+2. The random
 training offset is the positional scheme's business, as for every task.
 
-With ``pad_operands`` (ours; off unless set, as ``config/config.yaml`` sets it) every response token has an input token of its own ID:
-both operands get one more leading 0, a_{n+1} = b_{n+1} = 0 -> r+n+1 (the carry out's partners),
-and ``+`` takes ``<eos>``'s ID r+n+2, so the prompt is ``<bos> 0 a_n ... a_1 + 0 b_n ... b_1 =``
+With ``pad_operands`` (ours; off unless set, as ``config/config.yaml`` sets it) every response
+token has an input token of its own ID: both operands get one more leading 0,
+a_{n+1} = b_{n+1} = 0 -> r+n+1 (the carry out's partners), and ``+`` takes ``<eos>``'s ID r+n+2,
+so the prompt is ``<bos> 0 a_n ... a_1 + 0 b_n ... b_1 =``
 (2n+5 tokens). Without it the carry out and ``<eos>`` have no partner, and a model has to tell them
 from what it attends to when no ID matches (docs/performance_log.md, "The addition anchor"). The random
 draws are the same either way: the same seed gives the same sums.

@@ -22,19 +22,19 @@ VOCAB = Vocab.with_specials("0", "1", "*", "-", "=")
 BOS, ZERO, ONE, MARK, SKIP, EQUALS = (VOCAB.id(t) for t in ("<bos>", "0", "1", "*", "-", "="))
 
 
-def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, np.ndarray]:
-    """Draw one sample per entry of ``k`` and ``l`` (int arrays of equal shape, 1 <= k <= l).
+def sample(rng: np.random.Generator, k: np.ndarray, n_bits: np.ndarray) -> dict[str, np.ndarray]:
+    """Draw one sample per entry of ``k`` and ``n_bits`` = l (int arrays of equal shape, 1 <= k <= l).
 
     Returns padded arrays: ``prompt`` [n, 2*max(l)+2] (right-padded with <pad>), ``prompt_len``,
     ``bits`` [n, max(l)], ``marked`` [n, max(l)] (bool) and ``answer`` (0/1).
     """
     k = np.asarray(k, dtype=np.int64)
-    l = np.asarray(l, dtype=np.int64)
-    if np.any(k < 1) or np.any(k > l):
+    n_bits = np.asarray(n_bits, dtype=np.int64)
+    if np.any(k < 1) or np.any(k > n_bits):
         raise ValueError("sparse_parity needs 1 <= k <= l for every sample")
-    n, width = len(k), int(l.max())
+    n, width = len(k), int(n_bits.max())
     column = np.arange(width)[None, :]
-    inside = column < l[:, None]
+    inside = column < n_bits[:, None]
     bits = rng.integers(0, 2, size=(n, width), dtype=np.int64) * inside
     # A uniform k-subset of the first l slots: the k smallest of l i.i.d. uniform keys.
     keys = np.where(inside, rng.random((n, width)), np.inf)
@@ -46,8 +46,8 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
     prompt[:, 0] = BOS
     prompt[:, 1::2][:, :width] = np.where(marked, MARK, SKIP) * inside
     prompt[:, 2::2][:, :width] = np.where(bits == 1, ONE, ZERO) * inside
-    prompt[np.arange(n), 2 * l + 1] = EQUALS
-    return {"prompt": prompt, "prompt_len": 2 * l + 2, "bits": bits, "marked": marked,
+    prompt[np.arange(n), 2 * n_bits + 1] = EQUALS
+    return {"prompt": prompt, "prompt_len": 2 * n_bits + 2, "bits": bits, "marked": marked,
             "answer": answer}
 
 
@@ -64,24 +64,24 @@ def train_k_l(rng: np.random.Generator, n: int, k_train: int, l_min: int, l_max:
     l_max and K_train <= l_max, as :func:`generate_train` checks)."""
     k = rng.integers(1, k_train + 1, size=n)
     low = np.maximum(k, l_min)
-    l = low + (rng.random(n) * (l_max - low + 1)).astype(np.int64)
-    return k, l
+    n_bits = low + (rng.random(n) * (l_max - low + 1)).astype(np.int64)
+    return k, n_bits
 
 
-def sample_layout(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, np.ndarray]:
+def sample_layout(rng: np.random.Generator, k: np.ndarray, n_bits: np.ndarray) -> dict[str, np.ndarray]:
     """:func:`sample` completed to the common task layout: the response is the answer token alone;
     position IDs are sequential, ``prompt_pos`` 0..2l+1 and the answer's 2l+2."""
-    drawn = sample(rng, k, l)
+    drawn = sample(rng, k, n_bits)
     prompt, prompt_len = drawn["prompt"], drawn["prompt_len"]
     return {**drawn, "prompt_pos": np.broadcast_to(np.arange(prompt.shape[1]), prompt.shape),
             "response": np.where(drawn["answer"] == 1, ONE, ZERO)[:, None],
             "response_pos": prompt_len[:, None], "response_len": np.ones(len(prompt), dtype=np.int64)}
 
 
-def _frame(drawn: dict[str, np.ndarray], k: np.ndarray, l: np.ndarray):
+def _frame(drawn: dict[str, np.ndarray], k: np.ndarray, n_bits: np.ndarray):
     import polars as pl
 
-    return pl.DataFrame(generator.frame_columns(drawn, k=k, l=l, length=2 * l))
+    return pl.DataFrame(generator.frame_columns(drawn, k=k, l=n_bits, length=2 * n_bits))
 
 
 def sequence_tokens(length: int, params: dict | None = None) -> int:
@@ -101,8 +101,8 @@ def generate_train(params: dict, seed: int, draw: Callable = sample_layout):
     generator.length_range(params, "l_min", "l_max", prefix="sparse_parity: ")
     check_k_train(params["k_train"], params["l_max"])
     rng = np.random.default_rng([seed, params["k_train"]])
-    k, l = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
-    return _frame(draw(rng, k, l), k, l)
+    k, n_bits = train_k_l(rng, params["n_samples"], params["k_train"], params["l_min"], params["l_max"])
+    return _frame(draw(rng, k, n_bits), k, n_bits)
 
 
 def eval_cells(params: dict) -> list[tuple[int, int]]:
@@ -120,8 +120,8 @@ def generate_eval(params: dict, seed: int, draw: Callable = sample_layout, task:
 
     def draw_cell(rng: np.random.Generator, k_test: int, length: int):
         k = np.full(params["n_per_cell"], k_test, dtype=np.int64)
-        l = np.full(params["n_per_cell"], length // 2, dtype=np.int64)
-        return _frame(draw(rng, k, l), k, l)
+        n_bits = np.full(params["n_per_cell"], length // 2, dtype=np.int64)
+        return _frame(draw(rng, k, n_bits), k, n_bits)
 
     return generator.eval_grid(eval_cells(params), seed, draw_cell,
                             f"every k_test {params['k_test']} exceeds l = length/2 for every length "
@@ -165,7 +165,7 @@ def prompt_schema():
         shared by its scratchpad variant."""
 
         k: pl.Int32 = pa.Field(ge=1)
-        l: pl.Int32 = pa.Field(ge=1)
+        l: pl.Int32 = pa.Field(ge=1)  # noqa: E741 (the frame's column "l": the name is the data)
         length: pl.Int32 = pa.Field(ge=2)
 
         _vocab_size = len(VOCAB)

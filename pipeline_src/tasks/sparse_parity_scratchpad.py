@@ -21,22 +21,22 @@ import numpy as np
 
 from . import sparse_parity
 from .dependency import Dependencies, Probe, parity_probe, response_sets
+from .sparse_parity import ONE, VOCAB, ZERO, eval_cells, train_k_l  # noqa: F401 (re-exported)
 from .task import Figure, Task
-from .sparse_parity import ONE, ZERO, VOCAB, eval_cells, train_k_l  # noqa: F401 (re-exported)
 
 EOS = VOCAB.id("<eos>")
 CELL_COLUMNS = ("k", "length")
 
 
-def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, np.ndarray]:
+def sample(rng: np.random.Generator, k: np.ndarray, n_bits: np.ndarray) -> dict[str, np.ndarray]:
     """The sparse parity prompt for each (k, l) plus the scratchpad response and coupled IDs.
 
     Returns right-padded matrices with row lengths, plus ``marked_index`` [N, max k] (the 1-based
     indices i_j of the marked bits in order, 0 past k) and ``answer``.
     """
-    drawn = sparse_parity.sample(rng, k, l)
+    drawn = sparse_parity.sample(rng, k, n_bits)
     k = np.asarray(k, dtype=np.int64)
-    l = np.asarray(l, dtype=np.int64)
+    n_bits = np.asarray(n_bits, dtype=np.int64)
     count, width = drawn["bits"].shape
     rows = np.arange(count)
     marked = drawn["marked"]
@@ -54,7 +54,7 @@ def sample(rng: np.random.Generator, k: np.ndarray, l: np.ndarray) -> dict[str, 
     response[rows, k] = EOS
     response_pos = np.zeros_like(response)
     response_pos[:, :k_width] = 2 * marked_index  # s_j -> ID of b_{i_j}
-    response_pos[rows, k] = 2 * l + 2  # <eos> -> the ID after `=`
+    response_pos[rows, k] = 2 * n_bits + 2  # <eos> -> the ID after `=`
     prompt_pos = np.broadcast_to(np.arange(drawn["prompt"].shape[1]), drawn["prompt"].shape)
     return {"prompt": drawn["prompt"], "prompt_pos": prompt_pos, "prompt_len": drawn["prompt_len"],
             "response": response, "response_pos": response_pos, "response_len": k + 1,
@@ -65,11 +65,11 @@ def sequence_tokens(length: int, params: dict | None = None) -> int:
     """Most tokens fed to the model for a sample of length 2l = ``length``: the prompt (2l+2) plus
     k+1 response tokens. Without ``params``, k <= l bounds it; with ``params`` holding ``k_test``
     (evaluation) or ``k_train`` (training) the largest k is used."""
-    l = length // 2
-    k = l
+    n_bits = length // 2
+    k = n_bits
     if params is not None:
         k_values = params["k_test"] if "k_test" in params else [params["k_train"]]
-        k = min(l, max(int(v) for v in k_values))
+        k = min(n_bits, max(int(v) for v in k_values))
     return length + 2 + k + 1
 
 

@@ -175,7 +175,7 @@ def sample(rng: np.random.Generator, n: np.ndarray, d: np.ndarray, n_vars: int, 
     r = np.arange(count)
     query = [np.full(count, QUERY), *lhs[:, 0].T, np.full(count, EQUALS)]  # q: the lhs of slot 0
     query_pos = [1, *[2] * name_tokens, 3]  # `? q =` -> r+n+1, r+n+2 (every letter of q), r+n+3
-    for t, (token, pos) in enumerate(zip(query, query_pos)):
+    for t, (token, pos) in enumerate(zip(query, query_pos, strict=False)):
         prompt[r, 1 + body + t] = token
         prompt_pos[r, 1 + body + t] = OFFSET + n + pos
 

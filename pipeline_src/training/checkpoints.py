@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import load as load_weights, save_file
+from safetensors.torch import load as load_weights
+from safetensors.torch import save_file
 
+from ..model import Decoder, ModelConfig
 from ..storage.atomic import replacing, write_text
 from ..storage.errors import library_failure, os_error
-from ..model import Decoder, ModelConfig
 from ..storage.provenance import attach, read_checked, sidecar_path, write_sidecar
 
 DIGEST_MARK = b"\nlengthgen.sha256:"  # then the 64 hex digits of the SHA-256 of the bytes before it

@@ -48,7 +48,7 @@ class AdamW:
         beta1, beta2, lr = self.beta1, self.beta2, self.lr
         step_size = lr / (1 - beta1 ** self.t)
         bias_correction2_sqrt = (1 - beta2 ** self.t) ** 0.5
-        for (params, decay), exp_avgs, exp_avg_sqs in zip(self.groups, self.exp_avg, self.exp_avg_sq):
+        for (params, decay), exp_avgs, exp_avg_sqs in zip(self.groups, self.exp_avg, self.exp_avg_sq, strict=False):
             have = [i for i, p in enumerate(params) if p.grad is not None]
             if not have:
                 continue
@@ -75,8 +75,8 @@ class AdamW:
             raise ValueError(f"optimizer state has keys {sorted(state)}, expected {list(STATE_KEYS)}")
         for key, moments in (("exp_avg", self.exp_avg), ("exp_avg_sq", self.exp_avg_sq)):
             saved, mine = state[key], [t for ts in moments for t in ts]
-            if len(saved) != len(mine) or any(s.shape != t.shape for s, t in zip(saved, mine)):
+            if len(saved) != len(mine) or any(s.shape != t.shape for s, t in zip(saved, mine, strict=False)):
                 raise ValueError(f"optimizer state {key!r} does not match the model's parameters")
-            for s, t in zip(saved, mine):
+            for s, t in zip(saved, mine, strict=False):
                 t.copy_(s)
         self.t = int(state["step"])

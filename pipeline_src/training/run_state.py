@@ -13,12 +13,12 @@ from typing import Callable
 import polars as pl
 import torch
 
-from .checkpoints import CheckpointError, load_state, save_state
-from .optimizer import AdamW
-from .task_source import TaskSource
 from ..model import Decoder
 from ..planning.devices import RESUME_ANYWHERE_ENV
 from ..schemes import Scheme
+from .checkpoints import CheckpointError, load_state, save_state
+from .optimizer import AdamW
+from .task_source import TaskSource
 
 LOG_SCHEMA = {"step": pl.Int64, "loss": pl.Float64, "accuracy": pl.Float64,
               "position_accuracy": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import torch
 
+from ..schemes import get_scheme
 from ..storage import datasets
+from ..tasks import get_task
 from .batches import SequenceTable, TrainingBatch, training_batch
 from .curriculum import KCurriculum
-from ..schemes import get_scheme
-from ..tasks import get_task
 
 
 class TaskSource:

@@ -41,20 +41,20 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from ..storage.atomic import check_writable, write_text
-from ..storage.errors import one_line
-from .optimizer import AdamW
-from .batches import TrainingBatch
-from .run_state import HELDOUT_SCHEMA, K_LOG_SCHEMA, LOG_SCHEMA, SECONDS, RunState, TrainingDiverged, finite
-from .task_source import TaskSource
-from ..storage.canonical import config_hash
-from ..storage.provenance import attach
-from .checkpoints import save_model
 from ..device import autocast, describe_device, held_gpu_slot, resolve_device, to_device
 from ..model import Decoder
 from ..model_config import model_config
-from ..schemes import get_scheme
 from ..provenance.records import build_record
+from ..schemes import get_scheme
+from ..storage.atomic import check_writable, write_text
+from ..storage.canonical import config_hash
+from ..storage.errors import one_line
+from ..storage.provenance import attach
+from .batches import TrainingBatch
+from .checkpoints import save_model
+from .optimizer import AdamW
+from .run_state import HELDOUT_SCHEMA, K_LOG_SCHEMA, LOG_SCHEMA, SECONDS, RunState, TrainingDiverged, finite
+from .task_source import TaskSource
 
 
 def learning_rate(step: int, peak: float, warmup: int, total: int, final_ratio: float) -> float:
@@ -212,7 +212,8 @@ def _read_log(state: RunState) -> None:
     steps (and at held-out losses and checkpoints). A non-finite loss or gradient norm stops the
     run at its first such step, whose row and later ones are dropped (as a run stopped there)."""
     values = torch.stack([row[3] for row in state.unread]).tolist() if state.unread else []
-    for (at, lr_at, seconds, _), (loss_at, accuracy_at, position_at, norm_at, *per_k) in zip(state.unread, values):
+    for (at, lr_at, seconds, _), (loss_at, accuracy_at, position_at, norm_at, *per_k) in zip(
+            state.unread, values, strict=False):
         if not math.isfinite(loss_at):
             raise state.diverged(at, f"the loss is {loss_at}")
         if not math.isfinite(norm_at):
@@ -285,14 +286,14 @@ def _finish(state: RunState, rule: str, diverged: dict | None = None) -> dict:
 def k_totals(k_log: list) -> tuple[list[int], list[int]]:
     """The response tokens predicted right and those scored per k, summed over the steps of ``k_log``
     (rows of (right, scored) per k)."""
-    correct, scored = ([sum(column) for column in zip(*counts)] for counts in zip(*k_log))
+    correct, scored = ([sum(column) for column in zip(*counts, strict=False)] for counts in zip(*k_log, strict=False))
     return correct, scored
 
 
 def accuracy_by_k(k_log: list) -> list[float | None]:
     """Training accuracy per k over the steps of ``k_log``, k = 1..K_train in order (a list: JSON's
     sorted keys would put "10" before "2"); None for a k no step drew."""
-    return [right / n if n else None for right, n in zip(*k_totals(k_log))]
+    return [right / n if n else None for right, n in zip(*k_totals(k_log), strict=False)]
 
 
 def train_step(model: Decoder, optimizer: AdamW, batch: TrainingBatch, positions: torch.Tensor,

@@ -9,15 +9,15 @@ import time
 
 import torch
 
-from pipeline_src.runs.benchmarks.sizes import SIZE
-from pipeline_src.runs.benchmarks.training_step import VOCAB_SIZE, wait_for
 from pipeline_src.device import describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
+from pipeline_src.runs.benchmarks.sizes import SIZE
+from pipeline_src.runs.benchmarks.training_step import VOCAB_SIZE, wait_for
 
 
 def decode_benchmark(length: int = 500, batch_size: int = 16, d_model: int = SIZE["d_model"],
-                     n_layer: int = SIZE["n_layer"], n_head: int = SIZE["n_head"], threads: int | None = None, prompt_len: int = 8,
-                     device: str = "auto") -> dict:
+                     n_layer: int = SIZE["n_layer"], n_head: int = SIZE["n_head"], threads: int | None = None,
+                     prompt_len: int = 8, device: str = "auto") -> dict:
     """Time greedy decoding of ``length`` new tokens after a ``prompt_len``-token prompt,
     with the KV cache and with the cache-free reference (a full forward per step).
 

@@ -37,9 +37,9 @@ import torch
 import torch.nn.functional as F
 
 from pipeline_src.device import autocast, describe_device, resolve_device
+from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.runs.benchmarks.host_reads import step_profile
 from pipeline_src.runs.benchmarks.sizes import SIZE
-from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.training.batches import TrainingBatch
 from pipeline_src.training.optimizer import AdamW
 from pipeline_src.training.train import compiled, make_optimizer, train_step
@@ -54,13 +54,14 @@ def wait_for(device: torch.device) -> None:
 
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+CPU = torch.device("cpu")  # matmul_rate's default device
 
 
 def _quiet(line: str) -> None:
     pass
 
 
-def matmul_rate(precision: str = "fp32", device: torch.device = torch.device("cpu"), max_n: int = 2048,
+def matmul_rate(precision: str = "fp32", device: torch.device = CPU, max_n: int = 2048,
                 budget_s: float = 1.0, say: Callable[[str], None] = _quiet) -> tuple[float, int]:
     """(best FLOP/s, its size n) of n x n by n x n products (2 n^3 FLOPs each) in ``precision`` on
     ``device``, for n = 128, 256, ... up to ``max_n``. Each size is timed for about ``budget_s`` / 4
@@ -82,7 +83,8 @@ def matmul_rate(precision: str = "fp32", device: torch.device = torch.device("cp
             if elapsed >= budget_s / 4 or reps >= 100:
                 break
         rate = 2 * n**3 * reps / elapsed
-        say(f"matmul {precision} {n}^3: {rate / 1e9:.1f} GFLOP/s ({reps} product{'s' if reps > 1 else ''} in {elapsed:.2f} s)")
+        say(f"matmul {precision} {n}^3: {rate / 1e9:.1f} GFLOP/s "
+            f"({reps} product{'s' if reps > 1 else ''} in {elapsed:.2f} s)")
         if rate > best:
             best, best_n = rate, n
         if 8 * elapsed / reps > budget_s:
@@ -161,7 +163,8 @@ def _build_hf(cfg: ModelConfig, seq_len: int):
 
 
 def run_benchmark(d_model: int = SIZE["d_model"], n_layer: int = SIZE["n_layer"], n_head: int = SIZE["n_head"],
-                  seq_len: int = SIZE["seq_len"], batch_size: int = SIZE["batch_size"], steps: int = 20, warmup: int = 3, threads: int | None = None,
+                  seq_len: int = SIZE["seq_len"], batch_size: int = SIZE["batch_size"], steps: int = 20,
+                  warmup: int = 3, threads: int | None = None,
                   precision: str = "fp32", matmul_size: int = 2048, device: str = "auto", compile: bool = False,
                   say: Callable[[str], None] = _quiet) -> dict:
     """Measure the matmul rate in ``precision`` (square sizes up to ``matmul_size``) and training
@@ -252,7 +255,8 @@ def format_report(result: dict) -> str:
         f"{result['matmul_size']}^3 (square sizes from 128 up to at most {c['matmul_size']})",
         f"  FLOPs/token (6*N_nonembed + 6*n_layer*seq_len*d_model): {result['flops_per_token']:,}; "
         f"per step: {result['flops_per_step']:,}",
-        f"  ours{' (torch.compile)' if c['compile'] else ''}: {result['tokens_per_s']:,.0f} tokens/s = {result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
+        f"  ours{' (torch.compile)' if c['compile'] else ''}: {result['tokens_per_s']:,.0f} tokens/s = "
+        f"{result['model_flops_per_s'] / 1e9:.2f} GFLOP/s "
         f"= {_of_matmul(result['fraction_of_matmul'], c['precision'])}; per step "
         f"{result['aten_ops_per_step']:,} aten operations, {result['host_reads_per_step']} host reads "
         "(the training loop reads its numbers once per log_every steps besides)",
