@@ -90,6 +90,30 @@ def test_a_damaged_file_stops_the_run_naming_it_and_its_command_makes_it_again(r
     remade(run, line, before)
 
 
+def test_a_model_trained_by_hand_into_results_stops_the_run_naming_the_field(run):
+    """``lengthgen train`` by hand over a finished model with 5 steps: the run that would evaluate and plot
+    from it stops, naming the step run by hand and train.steps; ``provenance --verify`` names it too; the
+    command the line names makes the model as its job made it."""
+    import json
+
+    from pipeline_src.storage.provenance import read_record
+
+    before = finished_files(run)
+    spec = read_record(run / MODEL)["config"]
+    lengthgen = Path(sys.executable).with_name("lengthgen")
+    five_steps = json.dumps({**spec, "train": {**spec["train"], "steps": 5}})
+    by_hand = subprocess.run([lengthgen, "train", "--spec", five_steps, "--train-data", DATA,
+                              "--out-dir", str(Path(MODEL).parent)], cwd=run, capture_output=True, text=True)
+    assert by_hand.returncode == 0, by_hand.stderr
+    line = stopped(run)
+    assert line.startswith(f"{MODEL}: made by hand by rule 'manual train', not by rule train: train.steps 5, "
+                           f"this run's {spec['train']['steps']}"), line
+    assert f"lengthgen adopt {MODEL}" in line
+    verified = subprocess.run([lengthgen, "provenance", "--verify", MODEL], cwd=run, capture_output=True, text=True)
+    assert verified.returncode == 1 and f"BY HAND  {MODEL}" in verified.stdout, verified.stdout + verified.stderr
+    remade(run, line, before)
+
+
 def test_an_adopted_file_is_named_in_everything_made_from_it_until_it_is_made_again(run):
     before = finished_files(run)
     (run / MODEL).write_bytes(_flipped((run / MODEL).read_bytes()))

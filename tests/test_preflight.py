@@ -3,15 +3,17 @@ descriptions: each failure is one line naming the field or the file, and touches
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from pipeline_src.runs.preflight import Job, PreflightError, check, remake_command
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.storage.provenance import write_sidecar
+from pipeline_src.storage.provenance import sidecar_record, write_sidecar
 from tests.conftest import tiny_train_spec, write_dataset
 
 TRAIN_PARAMS = {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 300}
@@ -128,3 +130,46 @@ def test_several_changed_inputs_are_counted_and_all_made_again_by_one_command(re
                                         {"spec": canonical_json(tiny_train_spec())})])
     assert message.startswith(f"{DATA}: changed since it was written") and "(and 1 more such file(s))" in message
     assert f"--forcerun {DATA} {other}" in message and f"lengthgen adopt {DATA} {other})" in message
+
+
+# --- a file read as it is was made as this run would make it (by its rule, with its spec) ---
+
+DATA_SPEC = {"task": "sparse_parity", "split": "train", "seed": 1, "params": TRAIN_PARAMS}
+
+
+def recorded_as(rule: str, **extra) -> None:
+    """DATA's sidecar with its record's rule (and fields) replaced, its bytes' digest kept."""
+    write_sidecar(Path(DATA), {**sidecar_record(DATA), "rule": rule, **extra})
+
+
+def data_maker(**params) -> Callable[[str], Job | None]:
+    """This run's job that makes DATA (with ``params`` over the recorded ones), none for other files."""
+    job = Job("train_data", (), (DATA,), {"spec": canonical_json({**DATA_SPEC, "params": {**TRAIN_PARAMS, **params}})})
+    return lambda path: job if path == DATA else None
+
+
+def test_a_file_made_by_its_rule_with_this_runs_spec_passes(results):
+    recorded_as("train_data")
+    check([train_job()], maker=data_maker())
+
+
+def test_a_step_run_by_hand_into_results_is_refused_naming_it_and_both_ways_out(results):
+    recorded_as("manual train_data", config=json.loads(canonical_json({**DATA_SPEC, "params": {
+        **TRAIN_PARAMS, "n_samples": 50}})))
+    message = failure([train_job()], maker=data_maker(), command=["snakemake", "--cores", "2", "all"])
+    assert message.startswith(f"{DATA}: made by hand by rule 'manual train_data', not by rule train_data: "
+                              "params.n_samples 50, this run's 300; nothing was run or removed."), message
+    assert f"--forcerun {DATA}" in message and f"lengthgen adopt {DATA}" in message
+
+
+def test_a_file_made_with_another_spec_names_the_field(results):
+    recorded_as("train_data")
+    message = failure([train_job()], maker=data_maker(n_samples=500))
+    assert message.startswith(f"{DATA}: made by rule train_data with another spec than this run's: "
+                              "params.n_samples 300, this run's 500;"), message
+
+
+def test_an_adopted_file_is_used_as_it_is(results):
+    recorded_as("manual train_data", adopted={"by": "me", "at": "now", "sha256": sidecar_record(DATA)["artifact"][
+        "sha256"], "recorded_sha256": None, "reason": ""})
+    check([train_job()], maker=data_maker())

@@ -96,3 +96,29 @@ def test_verify_without_record_fails_clearly(chain):
     Path("stray.png").write_bytes(b"not a figure")
     shown = run_verify("stray.png")
     assert shown.exit_code != 0 and "no provenance record" in shown.output
+
+
+def test_an_unreadable_sidecar_is_named_not_passed(chain):
+    Path("model/model.safetensors.prov.json").write_text("{")
+    done = run_verify()
+    assert done.exit_code == 1, done.output
+    assert "UNREADABLE model/model.safetensors" in done.output and "1 unreadable" in done.output, done.output
+
+
+def test_a_step_run_by_hand_into_results_is_named_until_adopted(chain):
+    """A table under results/ whose record says a step run by hand made it ("manual evaluate"): named, and
+    verified once adopted; the same record outside results/ (a hand run of one's own) is not named."""
+    from pipeline_src.runs.adoption import adopt
+    from pipeline_src.storage.provenance import sidecar_record, write_sidecar
+
+    Path("results").mkdir()
+    for table in ("results/acc.parquet", "acc.parquet"):
+        if table != "acc.parquet":
+            Path(table).write_bytes(Path("acc.parquet").read_bytes())
+        write_sidecar(Path(table), {**sidecar_record("acc.parquet"), "rule": "manual evaluate"})
+    done = run_verify("results/acc.parquet")
+    assert done.exit_code == 1 and "BY HAND  results/acc.parquet" in done.output, done.output
+    assert "rule 'manual evaluate'" in done.output and "lengthgen adopt" in done.output, done.output
+    assert run_verify("acc.parquet").exit_code == 0
+    adopt("results/acc.parquet", "checked by hand")
+    assert run_verify("results/acc.parquet").exit_code == 0

@@ -13,7 +13,10 @@ about to run:
   (local runs only: a cluster node's GPUs are not seen from here, docs/running.md says what that risks);
 - every results file it reads that this run does not make again: its bytes against the SHA-256 its
   provenance sidecar recorded (an adopted file's sidecar records its adopted bytes: ``lengthgen
-  adopt``), and the sidecar itself (a file without one is refused: nothing says what made it).
+  adopt``), and the sidecar itself (a file without one is refused: nothing says what made it);
+- and that each such file was made as this run would make it: by the rule that makes it here and with
+  the spec that rule's job would run with (a step run by hand into ``results/``, "manual train", or
+  one run with another spec, is refused, naming the field that differs), unless it was adopted.
 
 A failure stops the run with one line naming the field or the file; nothing has been run or removed.
 An integrity failure names the command that makes the files again: the run's own command with
@@ -30,10 +33,11 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ..planning import paths
-from ..storage.canonical import sha256_file
-from ..storage.provenance import recorded_sha256, sidecar_path
+from ..storage.canonical import canonical_json, config_hash, sha256_file
+from ..storage.provenance import ADOPTED, flat_fields, recorded_sha256, sidecar_path, sidecar_record, workflow_rule
 
 NOTHING_DONE = "nothing was run or removed"
 # Each rule's lengthgen step, whose spec check (pipeline_src/planning/spec_check.py) its jobs get.
@@ -69,24 +73,33 @@ def check_workflow(workflow) -> None:
     first job (Snakemake releases its lock on the way out)."""
     from snakemake.logging import logger
 
-    jobs = [Job(job.rule.name, tuple(map(str, job.input)), tuple(map(str, job.output)), dict(job.params.items()))
-            for job in workflow.dag.needrun_jobs()]
+    def job_of(job) -> Job:
+        return Job(job.rule.name, tuple(map(str, job.input)), tuple(map(str, job.output)), dict(job.params.items()))
+    jobs = [job_of(job) for job in workflow.dag.needrun_jobs()]
+    makers = {str(path): job for job in workflow.dag.jobs for path in job.output}
+
+    def maker(path: str) -> Job | None:  # the job of this DAG that makes ``path``
+        return job_of(makers[path]) if path in makers else None
     try:
-        check(jobs, local=workflow.local_exec and not workflow.remote_exec, command=sys.argv)
+        check(jobs, local=workflow.local_exec and not workflow.remote_exec, command=sys.argv, maker=maker)
     except PreflightError as err:
         logger.error(str(err))
         sys.exit(1)
 
 
-def check(jobs: list[Job], *, local: bool = True, command: list[str] | None = None) -> None:
+def check(jobs: list[Job], *, local: bool = True, command: list[str] | None = None,
+          maker: Callable[[str], Job | None] | None = None) -> None:
     """Every check a job of ``jobs`` would make when it starts (``local``: the jobs run on this
-    machine); ``command``: the argv of the run, for the command that makes a changed file again."""
+    machine); ``command``: the argv of the run, for the command that makes a changed file again;
+    ``maker``: the job that makes a file in this run's DAG (None: not one of its files), whose rule and
+    spec a file read as it is must have been made with."""
     made = {path for job in jobs for path in job.outputs}
     for job in jobs:
         _spec(job, made)
     if local:
         _device(jobs)
-    problems = {path: problem for path in _read_files(jobs, made) if (problem := integrity(path))}
+    problems = {path: problem for path in _read_files(jobs, made)
+                if (problem := integrity(path) or made_otherwise(path, maker(path) if maker else None))}
     if problems:
         first, problem = next(iter(problems.items()))
         more = f" (and {len(problems) - 1} more such file(s))" if len(problems) > 1 else ""
@@ -107,6 +120,32 @@ def integrity(path: str | Path) -> str | None:
     if (actual := sha256_file(path)) != recorded:
         return f"changed since it was written (sha256 {actual}, its record says {recorded})"
     return None
+
+
+def made_otherwise(path: str | Path, job: Job | None) -> str | None:
+    """How ``path`` (a results file read as it is) was made otherwise than by ``job``, the job that makes it
+    in this run (its rule, and its spec field by field), or None: made by it, adopted, or no job's here."""
+    if job is None:
+        return None
+    record = sidecar_record(path) or {}
+    if ADOPTED in record:
+        return None
+    rule, spec = record.get("rule", "unknown"), record.get("config", {})
+    if rule != job.rule:
+        hand = " by hand" if workflow_rule(rule) == job.rule else ""
+        return f"made{hand} by rule {rule!r}, not by rule {job.rule}" + _fields(spec, job.spec())
+    if config_hash(spec) != config_hash(job.spec()):
+        return f"made by rule {rule} with another spec than this run's" + _fields(spec, job.spec())
+    return None
+
+
+def _fields(recorded: dict, expected: dict, limit: int = 2) -> str:
+    """The first fields where ``recorded`` differs from ``expected``: ": train.steps 5, this run's 30"."""
+    old, new = flat_fields(recorded), flat_fields(expected)
+    keys = sorted(key for key in old.keys() | new.keys() if old.get(key, "unset") != new.get(key, "unset"))
+    shown = [f"{key} {canonical_json(old.get(key, 'unset'))}, this run's {canonical_json(new.get(key, 'unset'))}"
+             for key in keys[:limit]]
+    return (": " + "; ".join(shown) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")) if keys else ""
 
 
 def remake_command(command: list[str] | None, files: list[str]) -> str:

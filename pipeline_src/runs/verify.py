@@ -6,8 +6,10 @@ A file is *changed* when its current SHA-256 differs from a hash recorded for it
 artifact that read it (``inputs`` of that artifact's record), by its own sidecar (``artifact``), or
 by the corpus list of a tokenizer / token stream record. It is *missing* when it no longer exists.
 The walk follows each input's own record (sidecar, else embedded metadata) recursively; files
-without a record (a Hugging Face model's config.json, corpus files) are leaves. Paths are recorded
-relative to the pipeline's working directory: run from there.
+without a record (a Hugging Face model's config.json, corpus files) are leaves. A file whose sidecar
+cannot be read is *unreadable*, and one under ``results/`` that a step run by hand wrote (its record's
+rule "manual ...") and nobody adopted (``lengthgen adopt``) is *by hand*: the workflow refuses to build on
+either, and so does the verification. Paths are recorded relative to the pipeline's working directory: run from there.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..planning import paths
 from ..storage.canonical import sha256_file
-from ..storage.provenance import read_record, sidecar_path
+from ..storage.provenance import ADOPTED, HAND_RUN, read_record, sidecar_path, sidecar_record
+
+KINDS = ("changed", "missing", "unreadable", "by hand")
 
 
 @dataclass
@@ -24,7 +29,7 @@ class Problem:
     """One changed or missing file and why: the hashes that disagree, or who expected it."""
 
     path: str
-    kind: str  # "changed" or "missing"
+    kind: str  # one of KINDS
     reasons: list[str] = field(default_factory=list)
 
 
@@ -89,9 +94,18 @@ class _Walker:
             return  # shared upstream (a dataset read by several models): walked once
         self.visited.add(path)
         self.current_hash(path)
+        try:
+            sidecar_record(path)
+        except ValueError as err:
+            self.result.flag(path, "unreadable", str(err))
+            return
         record = _record_or_none(path)
         if record is None:
             return  # a leaf: checked against what its consumers recorded
+        if (record.get("rule", "").startswith(f"{HAND_RUN} ") and ADOPTED not in record
+                and Path(path).parts[:1] == (paths.RESULTS,)):
+            self.result.flag(path, "by hand", f"made by a step run by hand (rule {record['rule']!r}), not by the "
+                             "workflow, and not adopted: make it again, or `lengthgen adopt` it")
         if "artifact" in record:
             self.expect(path, record["artifact"]["sha256"], f"its sidecar {sidecar_path(path).name}")
         for role, item in record.get("inputs", {}).items():
@@ -118,7 +132,8 @@ def format_verification(result: Verification) -> str:
     for problem in result.problems.values():
         lines.append(f"{problem.kind.upper():8} {problem.path}")
         lines.extend(f"         {reason}" for reason in problem.reasons)
-    counts = {kind: sum(p.kind == kind for p in result.problems.values()) for kind in ("changed", "missing")}
-    lines.append(f"{counts['changed']} changed and {counts['missing']} missing of {n} artifacts in the chain "
-                 f"of {result.artifact}")
+    counts = {kind: sum(p.kind == kind for p in result.problems.values()) for kind in KINDS}
+    found = [f"{counts[kind]} {kind}" for kind in KINDS[2:] if counts[kind]]
+    lines.append(", ".join([f"{counts['changed']} changed", *found]) + f" and {counts['missing']} missing of {n} "
+                 f"artifacts in the chain of {result.artifact}")
     return "\n".join(lines)
