@@ -1,12 +1,14 @@
 """The bad-input suite's cases on a finished smoke run (issue 64; the others, through the `lengthgen`
 command, are in tests/test_bad_inputs.py): `--config device=cuda` on a machine without CUDA, a
-truncated dataset, a bit-flipped model, an accuracy table with a column of the wrong type, a file
+truncated dataset, a bit-flipped model, an accuracy table with a column of the wrong type, a step run by
+hand into results/ (a model trained with other steps, a table evaluated in another precision), a file
 adopted as it is, and Ctrl-C during a run. Each run stops with one line naming the field or the file,
 and every finished model, table and figure is byte-identical afterwards; the command the line names
 (or a plain rerun) makes the run whole again, with nothing deleted by hand."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -90,27 +92,41 @@ def test_a_damaged_file_stops_the_run_naming_it_and_its_command_makes_it_again(r
     remade(run, line, before)
 
 
-def test_a_model_trained_by_hand_into_results_stops_the_run_naming_the_field(run):
-    """``lengthgen train`` by hand over a finished model with 5 steps: the run that would evaluate and plot
-    from it stops, naming the step run by hand and train.steps; ``provenance --verify`` names it too; the
-    command the line names makes the model as its job made it."""
-    import json
+def _by_hand(step: str, path: str, spec: dict, inputs: dict) -> list[str]:
+    """The ``lengthgen`` command line that makes ``path`` again by hand, with ``spec``, from its record's inputs."""
+    if step == "train":
+        return ["train", "--spec", json.dumps(spec), "--train-data", inputs["train_data"]["path"],
+                "--out-dir", str(Path(path).parent)]
+    return ["evaluate", "--spec", json.dumps(spec), "--model-dir", str(Path(inputs["model"]["path"]).parent),
+            "--eval-data", inputs["eval_data"]["path"], "--out", path]
 
-    from pipeline_src.storage.provenance import read_record
+
+@pytest.mark.parametrize("step, path, field, value", [("train", MODEL, "train.steps", 5),
+                                                      ("evaluate", TABLE, "precision", "bf16")],
+                         ids=["a model trained with 5 steps", "a table evaluated in bf16"])
+def test_a_step_run_by_hand_into_results_stops_the_run_naming_the_field(run, step, path, field, value):
+    """``lengthgen train`` by hand over a finished model with 5 steps, or ``lengthgen evaluate`` over a finished
+    accuracy table with another precision: the run that would build on it stops, naming the step run by hand
+    and the field; ``provenance --verify`` names it too; the command the line names makes it as its job did."""
+    from pipeline_src.storage.provenance import read_record, workflow_rule
 
     before = finished_files(run)
-    spec = read_record(run / MODEL)["config"]
+    record = read_record(run / path)
+    section, _, key = field.rpartition(".")
+    spec = json.loads(json.dumps(record["config"]))
+    (spec[section] if section else spec)[key] = value
+    was = (record["config"][section] if section else record["config"])[key]
     lengthgen = Path(sys.executable).with_name("lengthgen")
-    five_steps = json.dumps({**spec, "train": {**spec["train"], "steps": 5}})
-    by_hand = subprocess.run([lengthgen, "train", "--spec", five_steps, "--train-data", DATA,
-                              "--out-dir", str(Path(MODEL).parent)], cwd=run, capture_output=True, text=True)
+    by_hand = subprocess.run([lengthgen, *_by_hand(step, path, spec, record["inputs"])], cwd=run,
+                             capture_output=True, text=True)
     assert by_hand.returncode == 0, by_hand.stderr
+    rule = workflow_rule(record["rule"])
     line = stopped(run)
-    assert line.startswith(f"{MODEL}: made by hand by rule 'manual train', not by rule train: train.steps 5, "
-                           f"this run's {spec['train']['steps']}"), line
-    assert f"lengthgen adopt {MODEL}" in line
-    verified = subprocess.run([lengthgen, "provenance", "--verify", MODEL], cwd=run, capture_output=True, text=True)
-    assert verified.returncode == 1 and f"BY HAND  {MODEL}" in verified.stdout, verified.stdout + verified.stderr
+    assert line.startswith(f"{path}: made by hand by rule 'manual {rule}', not by rule {rule}: {field} "
+                           f"{json.dumps(value)}, this run's {json.dumps(was)}"), line
+    assert f"lengthgen adopt {path}" in line
+    verified = subprocess.run([lengthgen, "provenance", "--verify", path], cwd=run, capture_output=True, text=True)
+    assert verified.returncode == 1 and f"BY HAND  {path}" in verified.stdout, verified.stdout + verified.stderr
     remade(run, line, before)
 
 
