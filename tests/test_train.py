@@ -365,3 +365,42 @@ def test_scored_targets_are_the_masked_ones_and_full_windows_select_without_a_co
     assert torch.equal(batch.scored(values), values[batch.loss_mask])
     assert batch.scored(batch.targets).tolist() == [2, 3, 4, 7, 13]
     assert torch.equal(batch.to(torch.device("cpu")).scored(values), values[batch.loss_mask])
+
+
+@pytest.mark.e2e
+def test_a_sigtermed_job_saves_its_state_and_resumes_to_the_uninterrupted_weights(tmp_path, train_data):
+    """SIGTERM (a cluster's time limit, a preemption) to `lengthgen train` between checkpoints: it saves its
+    state at the step it reached, exits with 143 and one line saying so; the job run again resumes from that
+    step and ends with the weights and log of an uninterrupted run."""
+    import signal
+    import subprocess
+    import sys
+
+    from pipeline_src.storage.canonical import canonical_json
+
+    spec = tiny_train_spec(steps=400, checkpoint_every=1000, log_every=10)  # no checkpoint falls due before the end
+    out = tmp_path / "terminated"
+    command = [sys.executable, "-m", "pipeline_src.cli", "train", "--spec", canonical_json(spec),
+               "--threads", "1", "--train-data", str(train_data), "--out-dir", str(out)]
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    for line in job.stderr:  # the first logged step: the loop is running
+        if line.startswith("step "):
+            break
+    job.send_signal(signal.SIGTERM)
+    said = job.stderr.read()
+    assert job.wait(timeout=120) == 143, said
+    saved = load_state(next(out.glob("resume-*.pt")), config_hash(spec))["step"]
+    assert 0 < saved < 400 and not (out / "model.safetensors").exists()
+    assert f"Stopped: SIGTERM at step {saved} of 400: the state is saved in " in said, said
+
+    rerun = subprocess.run(command, check=True, stderr=subprocess.PIPE, text=True)
+    assert f"resuming {out} from step {saved}" in rerun.stderr
+    previous = torch.get_num_threads()
+    try:
+        train(spec, train_data, tmp_path / "straight", threads=1, **quiet)
+    finally:
+        torch.set_num_threads(previous)
+    straight, resumed = weights(tmp_path / "straight"), weights(out)
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+    assert log_without_time(out).equals(log_without_time(tmp_path / "straight"))

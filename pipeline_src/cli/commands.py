@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -119,12 +120,15 @@ def _training_errors():
     """A device, checkpoint or divergence error of a training job as a clean CLI error."""
     from ..device import DeviceError
     from ..training.checkpoints import CheckpointError
-    from ..training.train import TrainingDiverged
+    from ..training.train import Terminated, TrainingDiverged
 
     try:
         yield
     except (CheckpointError, DeviceError, TrainingDiverged) as err:
         raise click.ClickException(str(err)) from None
+    except Terminated as err:  # the exit status of a process ended by SIGTERM, its state saved
+        click.echo(f"Stopped: {err}", err=True)
+        sys.exit(128 + signal.SIGTERM)
 
 
 @main.command()

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -102,11 +104,17 @@ def run(spec: dict, make_source: Callable[[], TaskSource], out_dir: Path, *, rul
         torch.set_num_threads(threads)
     state = _start(spec, make_source, Path(out_dir), device, say)
     try:
-        while state.step < state.total:
-            if stop_at_step is not None and state.step >= stop_at_step:
-                return {"stopped_at": state.step}
-            _take_step(state)
-            _log_and_checkpoint(state)
+        with TermSignal() as term:
+            while state.step < state.total:
+                if stop_at_step is not None and state.step >= stop_at_step:
+                    return {"stopped_at": state.step}
+                _take_step(state)
+                _log_and_checkpoint(state)
+                if term.received and state.step < state.total:
+                    _read_log(state)
+                    state.save_checkpoint()
+                    raise Terminated(f"{term.received} at step {state.step} of {state.total}: the state is saved "
+                                     f"in {state.resume_path}; run the job again to resume there")
     except TrainingDiverged as err:
         if not state.source.records_divergence:
             raise
@@ -115,6 +123,32 @@ def run(spec: dict, make_source: Callable[[], TaskSource], out_dir: Path, *, rul
     summary = _finish(state, rule)
     state.resume_path.unlink(missing_ok=True)
     return summary
+
+
+class Terminated(RuntimeError):
+    """A training stopped by SIGTERM (a cluster's time limit or preemption) after saving its state."""
+
+
+class TermSignal:
+    """While entered, SIGTERM (a cluster's time limit, a preemption, ``scancel``) is noted rather than
+    fatal, so the loop saves its state after the step in progress and stops (:class:`Terminated`); a run
+    started again resumes there, as from any checkpoint. Outside the main thread, nothing is caught."""
+
+    def __init__(self) -> None:
+        self.received = ""
+        self.previous = None
+
+    def __enter__(self) -> TermSignal:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._note)
+        return self
+
+    def _note(self, signum, frame) -> None:
+        self.received = signal.Signals(signum).name
+
+    def __exit__(self, *exc) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
 
 
 def _start(spec: dict, make_source: Callable[[], TaskSource], out_dir: Path, device: str | torch.device | None,
