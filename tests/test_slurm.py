@@ -107,3 +107,40 @@ def test_the_whole_smoke_config_runs_through_slurm(cluster, tmp_path):
         [sys.executable, "-m", "snakemake", "all", "-n", "--configfile", "config/smoke.yaml", "--config", "device=cpu"],
         cwd=workdir, capture_output=True, text=True).stdout
     print(f"whole smoke config through Slurm: {seconds:.0f} s")
+
+
+@pytest.mark.slow
+def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the_uninterrupted_one(cluster, tmp_path):
+    """A training that needs more than its 1-minute limit (``LENGTHGEN_SLURM_TRAIN_RUNTIME=1``, no checkpoint
+    due before its end): Slurm sends SIGTERM at the limit, the training saves its state there and the run
+    fails; the same command again resumes it, until it is done. Its weights and log equal those of the same
+    spec trained on this machine without a break."""
+    import json
+
+    from pipeline_src.storage.provenance import read_record
+
+    (tmp_path / "slurm").mkdir()
+    workdir = copy_workflow(tmp_path / "slurm")
+    model = "results/train/sparse_parity/rope_pose/k2/seed0/model.safetensors"
+    long = write_override(workdir, "long.yaml", {"sparse_parity": {
+        "schemes": ["rope_pose"], "seeds": [0], "train": {"steps": 12000, "checkpoint_every": 100000}}})
+    limited = {**cluster, "LENGTHGEN_SLURM_TRAIN_RUNTIME": "1"}
+    attempts = []
+    while not (workdir / model).exists() and len(attempts) < 5:
+        done, seconds = run(workdir, limited, model, long, device="cpu", timeout=900)
+        attempts.append((done.returncode, round(seconds)))
+    print(f"submissions until done (exit status, seconds): {attempts}")
+    assert (workdir / model).exists() and len(attempts) >= 2, attempts  # killed at least once, then done
+    assert attempts[-1][0] == 0 and all(code != 0 for code, _ in attempts[:-1]), attempts
+    log = (workdir / "results/logs/train/sparse_parity/rope_pose/k2/seed0.log").read_text()
+    assert "resuming" in log, log[-2000:]
+
+    record = read_record(workdir / model)
+    reference = tmp_path / "reference"
+    subprocess.run([sys.executable, "-m", "pipeline_src.cli", "train", "--spec", json.dumps(record["config"]),
+                    "--threads", "1", "--train-data", str(workdir / record["inputs"]["train_data"]["path"]),
+                    "--out-dir", str(reference)], check=True, capture_output=True)
+    from safetensors.torch import load_file
+
+    resumed, straight = load_file(workdir / model), load_file(reference / "model.safetensors")
+    assert resumed.keys() == straight.keys() and all((resumed[name] == straight[name]).all() for name in straight)
