@@ -16,7 +16,7 @@ from polars.testing import assert_frame_equal
 
 from pipeline_src.cli import main
 from pipeline_src.figures import figure4
-from pipeline_src.findings import run_summary, summary_parts, verdicts
+from pipeline_src.findings import figure_rows, run_summary, summary_parts, verdicts
 from pipeline_src.language import influence as inf
 from pipeline_src.language import language_jobs
 from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
@@ -145,8 +145,8 @@ def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers
     tables = written_parts(cfg, 3, tmp_path)
     summary = run_summary.empty()
     for index, table in enumerate([tables[2], tables[0], tables[1]]):  # the sittings in any order
-        fresh = run_summary.language_rows(spec, [table])
-        summary = summary_parts.completed(run_summary.merged(summary, fresh), spec)
+        fresh = figure_rows.language_rows(spec, [table])
+        summary = summary_parts.completed(figure_rows.merged(summary, fresh), spec)
         partly = summary_parts.withheld(summary)
         if index < 2:
             assert (partly.startswith(f"parts of the draw not all there ({index + 1} of 3 in, part")
@@ -154,7 +154,7 @@ def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers
             assert "no results: parts of the draw not all there" in verdicts.judge(
                 claim("F4"), spec, summary, "").verdict
     assert partly is None
-    whole_rows = run_summary.language_rows(spec, tables)  # all the parts at once, as the figure job reads them
+    whole_rows = figure_rows.language_rows(spec, tables)  # all the parts at once, as the figure job reads them
     assert_frame_equal(summary, whole_rows, check_exact=True)
     if screen:
         whole_frame = analysed(cfg)
@@ -181,13 +181,13 @@ def test_the_figure_reads_the_parts_end_to_end_and_refuses_a_part_missing(whole,
 def test_parts_of_another_draw_or_a_whole_draw_are_not_merged_into_a_summary(whole, tmp_path):
     cfg, _ = whole
     spec = figure_spec(cfg, 0.1)
-    three = run_summary.language_rows(spec, written_parts(cfg, 3, tmp_path / "three")[:1])
-    two = run_summary.language_rows(spec, written_parts(cfg, 2, tmp_path / "two")[:1])
+    three = figure_rows.language_rows(spec, written_parts(cfg, 3, tmp_path / "three")[:1])
+    two = figure_rows.language_rows(spec, written_parts(cfg, 2, tmp_path / "two")[:1])
     with pytest.raises(run_summary.SummaryError, match="part.of = 3, these of one with 2"):
-        run_summary.merged(three, two, "summary.csv")
+        figure_rows.merged(three, two, "summary.csv")
     whole_rows = run_summary.frame_rows(spec, analysed(cfg))
     with pytest.raises(run_summary.SummaryError, match="rows there are a whole draw's, these parts'"):
-        run_summary.merged(whole_rows.with_columns(task=pl.lit("language")), two, "summary.csv")
+        figure_rows.merged(whole_rows.with_columns(task=pl.lit("language")), two, "summary.csv")
 
 
 def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tmp_path):
@@ -198,12 +198,12 @@ def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tm
     spec = figure_spec(cfg, 0.1)
     tables = written_parts(cfg, 3, tmp_path)
     summary = tmp_path / "summary.csv"
-    run_summary.write(run_summary.language_rows(spec, tables), summary)
+    run_summary.write(figure_rows.language_rows(spec, tables), summary)
     columns = [*summary_parts.ANCHORS, *summary_parts.PER_K]  # those the summary keeps
     rebuilt = figure4.read_influence([summary], spec)
     assert_frame_equal(rebuilt.select(columns), plain.select(columns), check_exact=True, check_dtypes=False)
     assert not rebuilt[SCREENED_OUT].any()  # an unscreened draw
-    assert_frame_equal(run_summary.language_rows(spec, [summary]), run_summary.language_rows(spec, tables),
+    assert_frame_equal(figure_rows.language_rows(spec, [summary]), figure_rows.language_rows(spec, tables),
                        check_exact=True)
     drawn = CliRunner().invoke(main, [
         "plot", "figure4", "--rule", "plot_figure4", "--spec", json.dumps({**spec, "from_summary": str(summary)}),
@@ -214,7 +214,7 @@ def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tm
     caption = (tmp_path / "figure4.caption.rst").read_text()
     assert f"drawn from the run summary ``{summary}``" in caption and "F4'" in caption
     some = tmp_path / "some.csv"
-    run_summary.write(run_summary.language_rows(spec, tables[:2]), some)
+    run_summary.write(figure_rows.language_rows(spec, tables[:2]), some)
     with pytest.raises(run_summary.SummaryError, match=r"some.csv: Figure 4 waits for every part: parts of the "
                                                        r"draw not all there \(2 of 3 in"):
         figure4.read_influence([some], spec)

@@ -15,7 +15,7 @@ import torch
 from polars.testing import assert_frame_equal
 
 from pipeline_src.figures import figure4
-from pipeline_src.findings import run_summary, verdicts
+from pipeline_src.findings import figure_rows, verdicts
 from pipeline_src.language import influence as inf
 from pipeline_src.language import language_jobs
 from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
@@ -111,7 +111,7 @@ def check_verdicts(cfg: InfluenceConfig, threshold: float, plain: pl.DataFrame, 
     for name, frame, schema_cfg in (("plain", plain, cfg), ("screened", screened, screening)):
         path = tmp_path / f"{name}.parquet"
         datasets.write(frame, path, influence_schema(schema_cfg), {"format": "test"})
-        rows[name] = run_summary.language_rows(spec, [path])
+        rows[name] = figure_rows.language_rows(spec, [path])
     assert_frame_equal(rows["screened"], rows["plain"], check_exact=False, rel_tol=0, abs_tol=1e-6)
     for name in ("F4", "F4'"):
         assert verdicts.judge(claim(name), spec, rows["screened"]) == verdicts.judge(claim(name), spec, rows["plain"])
@@ -154,7 +154,7 @@ def test_the_screening_is_reported_and_a_table_with_nothing_left_to_analyse_is_w
     spec = {"context": cfg.context, "local": cfg.local, "k_max": cfg.k_max, "gain_threshold": 1e9, "n_boot": 50,
             "seed": 0, "plot": "scatter"}
     figure4.plot(spec, [path], [tmp_path / "nothing.png"])  # no point to draw, no target above the threshold
-    assert (run_summary.language_rows(spec, [path]).filter(pl.col("metric") == "n_targets")["value"].to_list()
+    assert (figure_rows.language_rows(spec, [path]).filter(pl.col("metric") == "n_targets")["value"].to_list()
             == [0.0] * 6)
 
 

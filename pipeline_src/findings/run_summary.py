@@ -69,25 +69,6 @@ def task_rows(spec: dict, tables: list[Path]) -> pl.DataFrame:
     return canonical(configured(spec, frame.select(list(SCHEMA))))
 
 
-def language_rows(spec: dict, influence: list[Path]) -> pl.DataFrame:
-    """Figure 4's rows (figure spec ``spec``) from the influence table ``influence`` (a list of one), or
-    from the tables of some or all parts of one draw (:mod:`.summary_parts`: their own rows, and Figure
-    4's numbers once every part is there), or from a run summary of such parts (a ``.csv``: its Figure 4
-    rows, ``language.figure.from_summary``)."""
-    from ..language.influence_config import InfluenceConfig
-    from ..language.influence_parts import in_draw_order
-    from ..language.influence_table import read_influence
-    from .summary_parts import completed, part_rows
-
-    if len(influence) == 1 and Path(influence[0]).suffix == SUMMARY_SUFFIX:
-        return completed(read(Path(influence[0])).filter(pl.col("task") == LANGUAGE), spec)
-    cfg = InfluenceConfig(context=spec["context"], local=spec["local"], k_max=spec["k_max"])
-    ordered = in_draw_order(influence)
-    if ordered[0][1] is None:
-        return frame_rows(spec, read_influence(ordered[0][0], cfg))
-    return completed(pl.concat([part_rows(read_influence(path, cfg), part) for path, part in ordered]), spec)
-
-
 def frame_rows(spec: dict, frame: pl.DataFrame) -> pl.DataFrame:
     """Figure 4's rows (figure spec ``spec``) from the whole draw's influence table ``frame``."""
     from ..language.influence_summary import paired_fractions, recovered_gain
@@ -110,16 +91,6 @@ def f4_k(spec: dict) -> int:
     """The k F4 and F4' judge at (Figure 4's spec ``spec``): :data:`F4_K`, or the largest k analysed if
     smaller."""
     return min(F4_K, spec["k_max"])
-
-
-def figure_rows(spec: dict, inputs: list[Path]) -> pl.DataFrame:
-    """The rows of a figure with a finding, from the files its job reads: a task figure's accuracy
-    tables, or Figure 4's influence table or its parts' (its spec has no ``task``); none: no rows."""
-    if not inputs:
-        return empty()
-    if "task" in spec:
-        return task_rows(spec, inputs)
-    return language_rows(spec, inputs)
 
 
 def gain(rows: pl.DataFrame, variant: str, k: int) -> dict[str, float]:
@@ -159,26 +130,6 @@ def check_made_with(rows: pl.DataFrame, spec: dict, source: Path) -> None:
         if len(made) and made[0] != float(spec[field]):
             raise SummaryError(f"{source}: Figure 4's numbers were computed with {field}={made[0]:g}, the "
                                f"config has language.figure.{field}={spec[field]:g}; export the summary again")
-
-
-def merged(earlier: pl.DataFrame, rows: pl.DataFrame, source: Path | None = None) -> pl.DataFrame:
-    """``rows``, with ``earlier``'s (the summary ``source``'s) rows of every model ``rows`` has none of: a
-    synthetic task's runs (:data:`MODEL`: task, variant, scheme, seed) trained in another sitting, its
-    whole figure or some of its seeds; Figure 4's rows, whose seed column holds a target, by task alone
-    (the figure run apart), or, for a draw analysed in parts, by part (:func:`.summary_parts.merged`:
-    Figure 4's numbers then need :func:`.summary_parts.completed` anew)."""
-    from . import summary_parts
-
-    summary_parts.check_one_draw(earlier, rows, source)
-    fresh = set(rows.select(MODEL).iter_rows())
-    language_fresh = LANGUAGE in rows["task"].to_list()
-    apart = [not language_fresh if model[0] == LANGUAGE else model not in fresh
-             for model in earlier.select(MODEL).iter_rows()]
-    kept = earlier.filter(pl.Series(apart, dtype=pl.Boolean))
-    if summary_parts.parts(rows):
-        fresh_others = rows.filter(pl.col("task") != LANGUAGE)
-        return canonical(pl.concat([kept, fresh_others, summary_parts.merged(earlier, rows)]))
-    return canonical(pl.concat([kept, rows]))
 
 
 def write(rows: pl.DataFrame, path: Path) -> None:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import polars as pl
 
-from . import claim_runs, judge_seeds, judge_targets, judge_trends, run_summary, significance
+from . import claim_runs, judge_seeds, judge_targets, judge_trends, significance
 from .across import Across
 from .claim_file import Claim
 from .deciding import deciding
+from .figure_rows import figure_rows
 from .finding import (
     COLUMNS,
     NO_RESULTS,
@@ -70,7 +71,7 @@ def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], re
     mine = [claim for claim in claims if claim.figure == figure]
     if not mine:
         return ""
-    rows = run_summary.figure_rows(spec, inputs)
+    rows = figure_rows(spec, inputs)
     found = [judge(claim, spec, rows) for claim in mine]
     found = [rehearsed(row) for row in found] if rehearsal else found
     missing = [row for row in found if NO_RESULTS in row.verdict]

@@ -23,6 +23,7 @@ import polars as pl
 from ..findings import run_summary
 from ..findings.across import Across, SideRuns
 from ..findings.claim_file import Claim, Side
+from ..findings.figure_rows import figure_rows
 from ..planning import paths
 from .landing import difference_text, expected_values, value_differences, values_text
 
@@ -104,7 +105,7 @@ class Sources:
         from ..findings.seed_summary import configured
 
         if source.configfiles is None:
-            return run_summary.figure_rows(spec, tables)
+            return figure_rows(spec, tables)
         if source.path not in self._summaries:
             self._summaries[source.path] = run_summary.read(source.path)
         return configured(spec, self._summaries[source.path])

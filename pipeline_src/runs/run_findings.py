@@ -15,6 +15,7 @@ import polars as pl
 from ..findings import run_summary
 from ..findings import verdicts as judged
 from ..findings.claim_file import LANGUAGE_FIGURE, Claim, claims_of
+from ..findings.figure_rows import figure_rows, merged
 from ..planning import jobs, paths
 
 README_BEGIN, README_END = "<!-- findings:begin -->", "<!-- findings:end -->"
@@ -43,7 +44,7 @@ def table_rows(config: dict, tables: dict[str, list[Path]]) -> pl.DataFrame:
     :func:`.judged_config.check` returns them)."""
     from ..studies import study_of
 
-    parts = [run_summary.figure_rows(study_of(figure).figure_spec(config, figure), inputs)
+    parts = [figure_rows(study_of(figure).figure_spec(config, figure), inputs)
              for figure, inputs in tables.items()]
     return run_summary.canonical(pl.concat([run_summary.empty(), *parts]))
 
@@ -141,7 +142,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     ``from_summary``, as text; the rows judged also written to ``export`` as a run summary, the
     Markdown table to ``markdown_file`` and between the markers of ``readme``, where given. With
     ``keep_others``, ``export``'s earlier rows of the models without tables under ``results`` are kept
-    and judged too (figures, or a figure's seeds, run in separate sittings: :func:`.run_summary.merged`).
+    and judged too (figures, or a figure's seeds, run in separate sittings:
+    :func:`pipeline_src.findings.figure_rows.merged`).
     The claims whose sides are runs of different configs are judged from the results given and
     ``also``'s (:mod:`.across_folders`). Tables made with another config are a
     :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
@@ -166,7 +168,7 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
         rows = summary_rows(config, from_summary)
         made = {claim.figure: summary_made(from_summary, claim.figure) for claim in claims}
     if keep_others and export is not None and export.is_file():
-        rows = completed(config, run_summary.merged(summary_rows(config, export), rows, export))
+        rows = completed(config, merged(summary_rows(config, export), rows, export))
     found = dated(findings(config, rows, claims, across), claims, made, across)
     if export is not None:
         run_summary.write(rows, export)
