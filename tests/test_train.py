@@ -310,6 +310,18 @@ def test_absolute_table_too_small_is_a_named_error(tmp_path, train_data):
         train(spec, train_data, tmp_path / "m", **quiet)
 
 
+def assert_as_uninterrupted(spec: dict, train_data, resumed_dir, straight_dir) -> None:
+    """The weights in ``resumed_dir`` are those of ``spec`` trained without a break (one thread, as the job)."""
+    previous = torch.get_num_threads()
+    try:
+        train(spec, train_data, straight_dir, threads=1, **quiet)
+    finally:
+        torch.set_num_threads(previous)
+    straight, resumed = weights(straight_dir), weights(resumed_dir)
+    for name in straight:
+        assert torch.equal(straight[name], resumed[name]), name
+
+
 @pytest.mark.e2e
 def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data):
     """A real `kill -9` of `lengthgen train` after its first checkpoint, then a rerun."""
@@ -336,14 +348,7 @@ def test_sigkilled_job_resumes_to_the_uninterrupted_weights(tmp_path, train_data
 
     rerun = subprocess.run(command, check=True, stderr=subprocess.PIPE, text=True)
     assert "resuming" in rerun.stderr
-    previous = torch.get_num_threads()
-    try:
-        train(spec, train_data, tmp_path / "straight", threads=1, **quiet)
-    finally:
-        torch.set_num_threads(previous)
-    straight, resumed = weights(tmp_path / "straight"), weights(out)
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    assert_as_uninterrupted(spec, train_data, out, tmp_path / "straight")
 
 
 def test_scored_targets_are_the_masked_ones_and_full_windows_select_without_a_copy():
@@ -395,12 +400,5 @@ def test_a_sigtermed_job_saves_its_state_and_resumes_to_the_uninterrupted_weight
 
     rerun = subprocess.run(command, check=True, stderr=subprocess.PIPE, text=True)
     assert f"resuming {out} from step {saved}" in rerun.stderr
-    previous = torch.get_num_threads()
-    try:
-        train(spec, train_data, tmp_path / "straight", threads=1, **quiet)
-    finally:
-        torch.set_num_threads(previous)
-    straight, resumed = weights(tmp_path / "straight"), weights(out)
-    for name in straight:
-        assert torch.equal(straight[name], resumed[name]), name
+    assert_as_uninterrupted(spec, train_data, out, tmp_path / "straight")
     assert log_without_time(out).equals(log_without_time(tmp_path / "straight"))
