@@ -67,7 +67,7 @@ CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
 def model_job_errors():
     """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
     that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
-    from .device import DeviceError
+    from .devices.placement import DeviceError
     from .training.checkpoints import CheckpointError
 
     try:

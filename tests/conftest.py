@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 def default_config() -> dict:
     """``config/config.yaml`` as the workflow sees it: validated, each task section merged over
     ``defaults``."""
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning.load_config import load_config
 
     return load_config([], base=REPO / "config" / "config.yaml")
 

@@ -7,7 +7,7 @@ import jinja2
 import pytest
 
 from pipeline_src.figures.caption import render, write_caption
-from pipeline_src.language.language_study import CAPTION_RUN as LANGUAGE_RUN
+from pipeline_src.planning.language_study import CAPTION_RUN as LANGUAGE_RUN
 from pipeline_src.planning.task_study import CAPTION_RUN
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage.provenance import upstream_values, write_sidecar

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.language.language_study import DRAW
+from pipeline_src.planning.language_study import DRAW
 from pipeline_src.provenance import code_digest
 from pipeline_src.provenance.code_digest import (
     DRAWN_BY_NAME,

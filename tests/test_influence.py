@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets

@@ -15,13 +15,12 @@ from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
 from pipeline_src.cli import main
+from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.figures import figure4
 from pipeline_src.findings import figure_rows, run_summary, summary_parts, verdicts
 from pipeline_src.language import influence as inf
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.language.influence_table import PER_K, influence_schema
-from pipeline_src.planning import paths, spec_check
+from pipeline_src.planning import language_jobs, paths, spec_check
 from pipeline_src.planning.spec_check import SpecError
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
@@ -225,7 +224,7 @@ def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tm
 
 
 def test_from_summary_makes_figure4_read_the_summary_and_names_a_missing_file(tmp_path):
-    from pipeline_src.studies import study_of
+    from pipeline_src.planning.studies import study_of
 
     config = default_config()
     assert "from_summary" not in language_jobs.figure_spec(config, "figure4")  # unset: the spec of before the field

@@ -14,16 +14,16 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
+from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
 from pipeline_src.figures import figure4
 from pipeline_src.findings import figure_rows, verdicts
 from pipeline_src.language import influence as inf
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_summary import paired_fractions, recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import PER_K, influence_schema, read_influence
 from pipeline_src.language.targets import select_targets
 from pipeline_src.language.token_stream import build_corpus
 from pipeline_src.language.tokenizer import read_tokens
+from pipeline_src.planning import language_jobs
 from pipeline_src.provenance.records import build_record
 from pipeline_src.storage import datasets
 from pipeline_src.storage.datasets import DataError, validate

@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language import influence
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema

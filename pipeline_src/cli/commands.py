@@ -18,10 +18,10 @@ from pathlib import Path
 import click
 
 from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
+from ..planning.studies import all_figures, study_of
 from ..runs import COMMANDS
 from ..storage.errors import one_line
 from ..storage.provenance import HAND_RUN
-from ..studies import all_figures, study_of
 
 
 class Commands(click.Group):
@@ -118,7 +118,7 @@ def checked(step: str, *args, **inputs) -> None:
 @contextlib.contextmanager
 def _training_errors():
     """A device, checkpoint or divergence error of a training job as a clean CLI error."""
-    from ..device import DeviceError
+    from ..devices.placement import DeviceError
     from ..training.checkpoints import CheckpointError
     from ..training.train import Terminated, TrainingDiverged
 

@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from ..device import inference_autocast
+from ..devices.placement import inference_autocast
 from ..schemes import get_scheme
 from ..storage import datasets
 from ..tasks import get_task

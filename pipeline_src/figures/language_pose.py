@@ -23,8 +23,8 @@ import numpy as np
 import polars as pl
 
 from ..language.influence_summary import tokens_needed
-from ..language.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
+from ..planning.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..storage import datasets
 from .figure4 import read_influence
 from .shared import save_figure, suptitle

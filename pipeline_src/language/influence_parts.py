@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .influence_config import InfluenceConfig, InfluenceError
+from ..config.influence_config import InfluenceConfig, InfluenceError
 
 PART = "part"  # the record's key: {index, of, first_target, stop_target, drawn} (pipeline_src/language/analysis.py)
 

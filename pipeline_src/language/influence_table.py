@@ -14,7 +14,7 @@ from pathlib import Path
 import pandera.polars as pa
 import polars as pl
 
-from .influence_config import SCREENED_OUT, InfluenceConfig
+from ..config.influence_config import SCREENED_OUT, InfluenceConfig
 
 KEY_TOKEN_GAIN = 2.0  # Fang et al. 2024: L_short - L_long > 2 ...
 KEY_TOKEN_LONG_LOSS = 2.0  # ... and L_long < 2

@@ -9,9 +9,9 @@ analysis and every model's evaluation score the same targets.
 import numpy as np
 import polars as pl
 
+from ..config.influence_config import InfluenceConfig, InfluenceError
 from ..storage import datasets
 from .corpus import HELDOUT
-from .influence_config import InfluenceConfig, InfluenceError
 
 
 def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:

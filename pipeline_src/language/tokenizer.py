@@ -59,9 +59,10 @@ def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """Load a local ``tokenizer.json`` (ours or any Hugging Face one that has ``<|endoftext|>``), or
     the tokenizer of a GGUF model (a file, or a shipped name: :mod:`.pretrained`)."""
+    from ..planning.language_inputs import is_gguf
     from . import pretrained
 
-    if pretrained.is_gguf(path):
+    if is_gguf(path):
         tokenizer = pretrained.load_tokenizer(path)
     elif not Path(path).is_file():
         raise TokenizerError(f"{path}: no such tokenizer file")

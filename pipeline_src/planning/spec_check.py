@@ -19,9 +19,9 @@ import contextlib
 import json
 from pathlib import Path
 
+from ..config.influence_config import InfluenceConfig, InfluenceError, part_span
+from ..config.model_config import ModelConfig, model_config
 from ..config.schema import ConfigSchemaError, check
-from ..language.influence_config import InfluenceConfig, InfluenceError, part_span
-from ..model_config import ModelConfig, model_config
 from ..tasks import get_task
 from . import jobs
 from . import spec_schemas as schemas

@@ -67,12 +67,12 @@ _PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption
 # them equal).
 STAGE_ENTRIES = {
     "data": ("tasks", "storage.datasets"),
-    "train": ("training.train", "training.checkpoints", "device"),
-    "evaluate": ("evaluation.evaluate", "training.checkpoints", "device"),
+    "train": ("training.train", "training.checkpoints", "devices.placement"),
+    "evaluate": ("evaluation.evaluate", "training.checkpoints", "devices.placement"),
     "figures": _PLOT,
     "language_data": ("language.corpus", "language.token_stream", "language.tokenizer"),
-    "language_train": ("language.lm_training", "training.train", "training.checkpoints", "device"),
-    "language_eval": ("language.analysis", "training.checkpoints", "device"),
+    "language_train": ("language.lm_training", "training.train", "training.checkpoints", "devices.placement"),
+    "language_eval": ("language.analysis", "training.checkpoints", "devices.placement"),
     "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings

@@ -25,7 +25,7 @@ failed; during a run, how far each training has got.
 The expected config subsets come from the same builders (:mod:`pipeline_src.planning.jobs`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
 Snakemake's rerun triggers (params, code, missing or updated inputs); the config is loaded as
-the Snakefile loads it (:func:`pipeline_src.config.load.load_config`). Files are not re-hashed here (that is
+the Snakefile loads it (:func:`pipeline_src.planning.load_config.load_config`). Files are not re-hashed here (that is
 ``lengthgen provenance --verify``): a file edited by hand keeps its recorded hashes.
 """
 

@@ -13,7 +13,7 @@ upstream of it (``made_with``) against the values this config's jobs would run w
 
 The Snakefile passes the page to the report's description template through ``config`` (the only
 thing Snakemake gives that template), as a :class:`LandingPage` of the config and the pipeline's
-studies (:data:`pipeline_src.studies.STUDIES`): an empty string to anything that serialises the
+studies (:data:`pipeline_src.planning.studies.STUDIES`): an empty string to anything that serialises the
 config, its text made when the template prints it, at report time.
 """
 

@@ -195,7 +195,7 @@ def _device(jobs: list[Job]) -> None:
         return
     import torch
 
-    from ..device import DeviceError, resolve_device
+    from ..devices.placement import DeviceError, resolve_device
 
     try:
         resolve_device(torch.device("cuda"))

@@ -118,9 +118,9 @@ def also_of(entries, path: Path, where: str) -> tuple:
 def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Finding] | None:
     """The claims of ``scale``'s summary judged with its config (and ``claim_folders``' claims), those
     across configs with its ``also`` too; None: some summary not made yet."""
-    from ..config.load import load_config
     from ..findings.claim_file import claims_of
     from ..findings.preregistration import check_registered, summary_made
+    from ..planning.load_config import load_config
     from .across_folders import Source
     from .run_findings import dated, findings, sides_across, summary_rows, with_claims
 

@@ -166,7 +166,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
         _verify(artifact)
         return
     from ..planning.paths import same_job
-    from ..studies import all_figures
+    from ..planning.studies import all_figures
 
     chain = trace(artifact, stand_ins=same_job)
     if "missing" in chain:
@@ -245,7 +245,7 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
     rule's measured jobs; a rule never measured counts as 0 s and the estimate says it is partial.
     Snakemake's own start and order add to it (see pipeline_src/runs/estimate.py)."""
     from ..config.layers import ConfigError
-    from ..config.load import load_config
+    from ..planning.load_config import load_config
     from .cell_status import config_status, format_status
     from .language_status import language_status
 
@@ -279,7 +279,7 @@ def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: 
     """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
     be made."""
     from ..planning.paths import RESULTS
-    from ..studies import figures
+    from ..planning.studies import figures
     from .estimate import EstimateError, estimate_run
 
     try:
@@ -297,8 +297,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
     --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
     from ..config.layers import ConfigError
-    from ..config.load import load_config
     from ..planning import jobs
+    from ..planning.load_config import load_config
 
     try:
         config = load_config((*configfiles, *listed))
