@@ -41,8 +41,8 @@ def test_a_step_run_by_hand_counts_under_the_rule_it_stands_for(tmp_path):
     import click
     from click.testing import CliRunner
 
+    from pipeline_src.cli.options import RULE
     from pipeline_src.figures.caption import Values
-    from pipeline_src.options import RULE
     from pipeline_src.runs.landing import difference_text, value_differences
 
     @click.command("train")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
 from ..planning.studies import all_figures, study_of
-from ..runs import COMMANDS
 from ..storage.errors import one_line
 from ..storage.provenance import HAND_RUN
+from .options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
+from .run_commands import COMMANDS
 
 
 class Commands(click.Group):
@@ -306,7 +306,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
                           finding=" ".join(part for part in (unlearned, adopted(training_outputs[0])) if part))
 
 
-for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/runs/tools.py)
+for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/cli/run_commands.py)
     main.add_command(_command)
 
 

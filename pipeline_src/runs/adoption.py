@@ -1,4 +1,4 @@
-"""Files used as they are: ``lengthgen adopt FILE`` and what says which results rest on one.
+"""Files used as they are (``lengthgen adopt FILE``) and what says which results rest on one.
 
 A results file whose bytes no longer match its provenance sidecar (or that has none) is never used
 silently: the workflow stops before its first job, and every step stops on it. Adopting it records,
@@ -17,8 +17,6 @@ import getpass
 import socket
 from datetime import datetime, timezone
 from pathlib import Path
-
-import click
 
 from ..storage.canonical import sha256_file
 from ..storage.provenance import ADOPTED, RESTS_ON_ADOPTED, read_record, sidecar_record, write_sidecar
@@ -73,19 +71,3 @@ def file_note(path: str | Path) -> str:
         return note(sidecar_record(path) or {})
     except ValueError:
         return ""
-
-
-@click.command("adopt")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--reason", default="", help="Why it is used as it is; recorded with the adoption.")
-def adopt_command(files: tuple[Path, ...], reason: str) -> None:
-    """Use FILES as they are now: record in each one's provenance sidecar that it was adopted (by
-    whom, when, its new SHA-256 and the one recorded before), so the workflow and every step accept
-    it. Everything made from it records that it rests on an adopted file, and the figure captions,
-    the report's landing page and `lengthgen status` say so. To make a file again instead, run the
-    command the workflow's error names (the run's own with --forcerun FILE)."""
-    for path in files:
-        adopted = adopt(path, reason)
-        before = adopted["recorded_sha256"]
-        click.echo(f"adopted {path} as it is (sha256 {adopted['sha256']}; "
-                   f"{'recorded before: ' + before if before else 'no record before'})", err=True)
