@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_src import datasets
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]

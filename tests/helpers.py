@@ -23,6 +23,7 @@ import pytest
 import torch
 import yaml
 
+from pipeline_src import datasets
 from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.stats import wilson_interval
@@ -33,8 +34,7 @@ from pipeline_src.planning import jobs, paths
 from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning.cell_jobs import cell_jobs
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import attach, write_sidecar
+from pipeline_src.provenance.sidecars import attach, write_sidecar
 from pipeline_src.tasks import get_task
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train

@@ -10,7 +10,7 @@ from pipeline_src.figures.caption import render, write_caption
 from pipeline_src.planning.language_study import CAPTION_RUN as LANGUAGE_RUN
 from pipeline_src.planning.task_study import CAPTION_RUN
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage.provenance import upstream_values, write_sidecar
+from pipeline_src.provenance.sidecars import upstream_values, write_sidecar
 from tests.helpers import CAPTION_TASK as TASK
 from tests.helpers import caption_record as record
 

@@ -99,7 +99,7 @@ def module_name(package: Path, path: Path) -> str:
 def test_comments_and_docstrings_change_no_digest(package):
     jobs = [*STAGE_JOBS.values(), *TASK_JOBS]
     before = digests(jobs)
-    for name in ("model.py", "training/train.py", "tasks/parity_scratchpad.py", "storage/datasets.py"):
+    for name in ("model.py", "training/train.py", "tasks/parity_scratchpad.py", "datasets.py"):
         edit_comments_and_docstrings(package / name)
         # the docstrings really changed: the syntax trees (docstrings included) differ
         assert ast.dump(ast.parse((package / name).read_text())) != ast.dump(ast.parse((REAL / name).read_text()))
@@ -132,7 +132,7 @@ def test_editing_a_figure_statistic_redraws_the_language_figures_only(package):
 def test_closures_follow_lazy_relative_and_submodule_imports():
     train, evaluate = closure(entry_modules(*STAGE_JOBS["train"])), closure(entry_modules(*STAGE_JOBS["evaluate"]))
     data = closure(entry_modules(*STAGE_JOBS["data"]))
-    assert "storage.datasets" in data & train & evaluate
+    assert "datasets" in data & train & evaluate
     assert "model" in train & evaluate and "model" not in data
     assert "tasks.frame_schema" in data  # imported inside a function of each task module
     assert "language.tokenizer" not in train  # the language models' batch source is the language package's
@@ -145,21 +145,20 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
 
 def test_the_modules_left_out_are_those_that_say_so_or_whose_package_does():
     """The modules left out of every digest are those with a top-level ``IN_CODE_DIGEST = False``
-    (the shared options, paths, provenance records, the steps' spec checks and the digest itself) and
-    every module of a package whose ``__init__.py`` says so (the CLI and everything about runs): named
-    here by import, so a rename or move is followed, and a new module of those packages counts without
-    a word."""
+    (the shared options, paths, provenance records and their verification, the steps' spec checks and
+    the digest itself) and every module of a package whose ``__init__.py`` says so (the CLI and
+    everything about runs): named here by import, so a rename or move is followed, and a new module of
+    those packages counts without a word."""
     from pipeline_src import cli, runs
     from pipeline_src.cli import options
     from pipeline_src.planning import paths, spec_check
-    from pipeline_src.provenance import records
-    from pipeline_src.storage import provenance
+    from pipeline_src.provenance import records, sidecars, verify
 
     whole = {found.name for package in (cli, runs)
              for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")}
     assert {"pipeline_src.runs.benchmarks.sizes", "pipeline_src.cli.commands"} <= whole
     modules = {module.__name__ for module in (cli, runs, options, paths, spec_check, records, code_digest,
-                                              provenance)} | whole
+                                              sidecars, verify)} | whole
     assert left_out() == {code_digest._relative(name) for name in modules}
 
 

@@ -28,8 +28,8 @@ from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.planning import jobs
 from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning.load_config import load_config
+from pipeline_src.provenance.sidecars import read_record
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.storage.provenance import read_record
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
 from tests.conftest import default_config, tiny_train_spec
@@ -132,7 +132,7 @@ def test_device_enters_every_model_job_spec_and_no_other():
 
 
 def test_training_batch_moves_every_tensor(train_data):
-    from pipeline_src.storage import datasets
+    from pipeline_src import datasets
     from pipeline_src.tasks import get_task
 
     table = SequenceTable.from_frame(datasets.read(train_data, get_task("sparse_parity").schema))

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
+from pipeline_src import datasets
 from pipeline_src.cli import main
 from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.figures import figure4
@@ -23,7 +24,6 @@ from pipeline_src.language.influence_table import PER_K, influence_schema
 from pipeline_src.planning import language_jobs, paths, spec_check
 from pipeline_src.planning.spec_check import SpecError
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from tests.conftest import default_config
 from tests.helpers import REPO, SMALL, claim, one_thread_per_module, random_model, small_targets
 

@@ -14,7 +14,9 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
+from pipeline_src import datasets
 from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
+from pipeline_src.datasets import DataError, validate
 from pipeline_src.figures import figure4
 from pipeline_src.findings import figure_rows, verdicts
 from pipeline_src.language import influence as inf
@@ -25,8 +27,6 @@ from pipeline_src.language.token_stream import build_corpus
 from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.planning import language_jobs
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.datasets import DataError, validate
 from pipeline_src.training.train import build_model
 from tests.conftest import default_config
 from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets

@@ -25,8 +25,8 @@ from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.planning import jobs
 from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning.load_config import load_config, validate
+from pipeline_src.provenance.sidecars import format_trace, read_record, trace
 from pipeline_src.storage.canonical import canonical_json, sha256_file
-from pipeline_src.storage.provenance import format_trace, read_record, trace
 from tests.conftest import default_config
 from tests.helpers import SENTENCES, write_shard
 

@@ -11,7 +11,7 @@ import torch
 
 from pipeline_src.language import pretrained
 from pipeline_src.planning import language_inputs, paths
-from pipeline_src.storage.provenance import read_record
+from pipeline_src.provenance.sidecars import read_record
 from tests.helpers import copy_workflow, snakemake, write_override
 from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
 

@@ -17,7 +17,7 @@ from pipeline_src.planning import jobs, spec_check
 from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning.load_config import load_config
 from pipeline_src.planning.studies import figures, study_of
-from pipeline_src.storage.provenance import sidecar_path
+from pipeline_src.provenance.sidecars import sidecar_path
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, tiny_train_spec, write_dataset
 from tests.helpers import write_data

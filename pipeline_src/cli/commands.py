@@ -18,8 +18,8 @@ from pathlib import Path
 import click
 
 from ..planning.studies import all_figures, study_of
+from ..provenance.sidecars import HAND_RUN
 from ..storage.errors import one_line
-from ..storage.provenance import HAND_RUN
 from .options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
 from .run_commands import COMMANDS
 
@@ -54,8 +54,8 @@ def main(debug: bool) -> None:
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
     checked("generate", spec)
+    from .. import datasets
     from ..provenance.records import build_record
-    from ..storage import datasets
     from ..tasks import get_task
 
     task = get_task(spec["task"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..storage.provenance import HAND_RUN
+from ..provenance.sidecars import HAND_RUN
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
@@ -27,7 +27,7 @@ def _spec(ctx, param, value: str) -> dict:
 
 JOB_CONFIG = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
 # The workflow rule each step stands for, recorded after HAND_RUN where the step is run by hand ("manual train"):
-# what it was made with is then read beside the workflow's runs (storage/provenance.py, workflow_rule).
+# what it was made with is then read beside the workflow's runs (provenance/sidecars.py, workflow_rule).
 STANDS_FOR = {"train": "train", "evaluate": "evaluate", "lm-train": "language_train", "corpus": "language_corpus",
               "lm-eval": "language_eval", "influence": "language_influence"}
 

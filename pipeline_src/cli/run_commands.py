@@ -159,7 +159,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 
     With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
-    from ..storage.provenance import format_trace, trace
+    from ..provenance.sidecars import format_trace, trace
 
     if verify:
         if as_json or with_config:
@@ -314,8 +314,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
 def spec(artifact: Path) -> None:
     """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
     back with --spec to rerun that step by hand."""
+    from ..provenance.sidecars import read_record
     from ..storage.canonical import canonical_json
-    from ..storage.provenance import read_record
 
     try:
         record = read_record(artifact)
@@ -325,7 +325,7 @@ def spec(artifact: Path) -> None:
 
 
 def _verify(artifact: Path) -> None:
-    from ..runs.verify import format_verification, verify
+    from ..provenance.verify import format_verification, verify
 
     try:
         result = verify(artifact)

@@ -50,10 +50,10 @@ import numpy as np
 import polars as pl
 import torch
 
+from .. import datasets
 from ..devices.placement import describe_device, inference_autocast, resolve_device
 from ..provenance.records import build_record
 from ..schemes import get_scheme
-from ..storage import datasets
 from ..storage.atomic import check_writable
 from ..tasks import get_task
 from ..training.batches import SequenceTable

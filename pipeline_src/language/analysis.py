@@ -26,11 +26,11 @@ import numpy as np
 import polars as pl
 import torch
 
+from .. import datasets
 from ..config.influence_config import InfluenceConfig, part_span
 from ..devices.placement import describe_device, resolve_device
 from ..planning.language_inputs import gguf_file, is_gguf
 from ..provenance.records import build_record
-from ..storage import datasets
 from ..storage.atomic import check_writable
 from ..training.checkpoints import load_model
 from . import lm, pretrained

@@ -123,7 +123,7 @@ def influence_schema(cfg: InfluenceConfig, screened: bool | None = None) -> type
 def read_influence(path: Path, cfg: InfluenceConfig) -> pl.DataFrame:
     """The influence table at ``path`` (a screened analysis's or not, as its columns say), checked
     against its schema for the context, far range and k_max of ``cfg``."""
-    from ..storage import datasets
+    from .. import datasets
 
     frame = datasets.load(path)
     return datasets.validate(frame, influence_schema(cfg, screened=SCREENED_OUT in frame.columns), path)

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from ..config.influence_config import InfluenceConfig, InfluenceError
-from ..storage import datasets
+from ..storage.ragged import padded
 from .corpus import HELDOUT
 
 
@@ -92,7 +92,7 @@ def target_contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.nda
             raise InfluenceError(f"target frame has no column {column!r}; make it with select_targets")
     if targets.height == 0:
         raise InfluenceError("no targets to analyse")
-    contexts, lengths = datasets.padded(targets["context"])
+    contexts, lengths = padded(targets["context"])
     if np.any(lengths != cfg.context):
         raise InfluenceError(f"target contexts have {sorted(set(lengths.tolist()))} tokens, "
                              f"InfluenceConfig.context is {cfg.context}")

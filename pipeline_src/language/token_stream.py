@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..provenance.records import build_record
-from ..storage.provenance import sidecar_path, write_sidecar
+from ..provenance.sidecars import sidecar_path, write_sidecar
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
 from .tokenizer import encode_documents, load_tokenizer, save_tokenizer, train_tokenizer, write_tokens
 

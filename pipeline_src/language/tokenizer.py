@@ -19,7 +19,7 @@ import pandera.polars as pa
 import polars as pl
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from ..storage import datasets
+from .. import datasets
 from ..storage.atomic import write_text
 from .corpus import HELDOUT, TRAIN
 

@@ -160,7 +160,7 @@ def _same_variant(task: str, variant: str, params: dict, data: str, model: str =
 
 def _made_with(path: Path | None) -> dict | None:
     """The spec ``path`` was made with, from its provenance record; None without one."""
-    from ..storage.provenance import read_record
+    from ..provenance.sidecars import read_record
 
     if path is None:
         return None

@@ -91,7 +91,7 @@ class Sources:
         """What ``source``'s results of ``figure`` were made with (per rule upstream, each field's values)
         and, for a results folder, the tables of ``config``'s figure it holds."""
         from ..planning.studies import figure_inputs, study_of
-        from ..storage.provenance import upstream_values
+        from ..provenance.sidecars import upstream_values
 
         if source.configfiles is not None:
             made = self.config(source.configfiles, f"{source}'s config files")
@@ -114,7 +114,7 @@ class Sources:
 def always_given(config: dict, study, figure: str) -> dict[str, set[str]]:
     """Per rule upstream of ``figure``, the fields ``config`` gives every job of it (a scheme's own fields,
     which some of its jobs have, left out: a folder without that scheme's runs does not record them)."""
-    from ..storage.provenance import add_values
+    from ..provenance.sidecars import add_values
 
     found = {}
     for rule, specs in study.upstream_specs(config, figure).items():

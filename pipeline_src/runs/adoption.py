@@ -5,7 +5,7 @@ silently: the workflow stops before its first job, and every step stops on it. A
 in its sidecar, that it is used as it is now: by whom, when, its new SHA-256 and the one recorded
 before (``adopted``). The sidecar then holds the new digest, so the checks pass, and every artifact
 made from the file (and from those, on down to the figures) records it under ``rests_on_adopted``
-(:func:`pipeline_src.storage.provenance.adopted_upstream`). A step reading an adopted dataset
+(:func:`pipeline_src.provenance.sidecars.adopted_upstream`). A step reading an adopted dataset
 checks it against its schema, as it does a file made by hand. The figure captions, the report's
 landing page and ``lengthgen status`` name the adopted files a result rests on (:func:`note`).
 Making the file again (the workflow's ``--forcerun`` of it) writes a fresh sidecar without the mark.
@@ -18,8 +18,8 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..provenance.sidecars import ADOPTED, RESTS_ON_ADOPTED, read_record, sidecar_record, write_sidecar
 from ..storage.canonical import sha256_file
-from ..storage.provenance import ADOPTED, RESTS_ON_ADOPTED, read_record, sidecar_record, write_sidecar
 
 # What a file without any record (no sidecar, nothing embedded) is recorded as having been made by.
 UNKNOWN_ORIGIN = {"format": "lengthgen.provenance/1", "rule": "unknown", "config": {}, "config_hash": "unknown",

@@ -37,8 +37,8 @@ from pathlib import Path
 
 from ..planning import jobs, paths
 from ..planning.cell_jobs import Job, cell_jobs
+from ..provenance.sidecars import flat_fields, read_record
 from ..storage.canonical import config_hash
-from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from ..training.progress_line import last_progress
 from .adoption import rests_on

@@ -4,7 +4,7 @@ Each finding is judged from its figure's tables (:func:`pipeline_src.planning.st
 figure's spec, both taken from the config: tables made with another config are judged at the wrong
 lengths or k_test, or fail to read (an influence table of another context and k_max does not pass
 the schema this config gives). So before judging, each table's provenance chain (the config subset
-of every job upstream of it, :func:`pipeline_src.storage.provenance.upstream_values`) is compared
+of every job upstream of it, :func:`pipeline_src.provenance.sidecars.upstream_values`) is compared
 with the specs this config's jobs would run with, as the report's landing page compares a figure's
 (:func:`pipeline_src.runs.landing.value_differences`). The chain is read in the results folder
 judged (records name their inputs under ``results/``, relative to the run's working directory), so
@@ -34,7 +34,7 @@ from typing import Callable
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..findings.claim_file import claims_of
 from ..planning import paths
-from ..storage.provenance import upstream_values
+from ..provenance.sidecars import upstream_values
 from .landing import difference_text, expected_values, figure_differences, value_differences
 
 

@@ -8,7 +8,7 @@ import polars as pl
 import torch
 
 from ..devices.placement import to_device
-from ..storage.datasets import padded
+from ..storage.ragged import padded
 
 
 @dataclass

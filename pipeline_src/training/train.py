@@ -47,11 +47,11 @@ from ..config.model_config import model_config
 from ..devices.placement import autocast, describe_device, held_gpu_slot, resolve_device, to_device
 from ..model import Decoder
 from ..provenance.records import build_record
+from ..provenance.sidecars import attach
 from ..schemes import get_scheme
 from ..storage.atomic import check_writable, write_text
 from ..storage.canonical import config_hash
 from ..storage.errors import one_line
-from ..storage.provenance import attach
 from .batches import TrainingBatch
 from .checkpoints import save_model
 from .optimizer import AdamW
