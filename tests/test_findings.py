@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
+from pipeline_src.findings import judge as judged
 from pipeline_src.findings import run_summary
-from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings.claim_file import load_claims
 from pipeline_src.planning import jobs, paths, studies
 from pipeline_src.planning import language_jobs as lang

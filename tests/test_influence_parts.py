@@ -18,7 +18,8 @@ from pipeline_src import datasets
 from pipeline_src.cli import main
 from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.figures import figure4
-from pipeline_src.findings import figure_rows, run_summary, summary_parts, verdicts
+from pipeline_src.findings import figure_rows, run_summary, summary_parts
+from pipeline_src.findings import judge as judged
 from pipeline_src.language import influence as inf
 from pipeline_src.language.influence_table import PER_K, influence_schema
 from pipeline_src.planning import language_jobs, paths, spec_check
@@ -150,7 +151,7 @@ def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers
         if index < 2:
             assert (partly.startswith(f"parts of the draw not all there ({index + 1} of 3 in, part")
                     and numbers(summary).height == 0)
-            assert "no results: parts of the draw not all there" in verdicts.judge(
+            assert "no results: parts of the draw not all there" in judged.judge(
                 claim("F4"), spec, summary, "").verdict
     assert partly is None
     whole_rows = figure_rows.language_rows(spec, tables)  # all the parts at once, as the figure job reads them

@@ -18,7 +18,8 @@ from pipeline_src import datasets
 from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
 from pipeline_src.datasets import DataError, validate
 from pipeline_src.figures import figure4
-from pipeline_src.findings import figure_rows, verdicts
+from pipeline_src.findings import figure_rows
+from pipeline_src.findings import judge as judged
 from pipeline_src.language import influence as inf
 from pipeline_src.language.influence_summary import paired_fractions, recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import PER_K, influence_schema, read_influence
@@ -114,7 +115,7 @@ def check_verdicts(cfg: InfluenceConfig, threshold: float, plain: pl.DataFrame, 
         rows[name] = figure_rows.language_rows(spec, [path])
     assert_frame_equal(rows["screened"], rows["plain"], check_exact=False, rel_tol=0, abs_tol=1e-6)
     for name in ("F4", "F4'"):
-        assert verdicts.judge(claim(name), spec, rows["screened"]) == verdicts.judge(claim(name), spec, rows["plain"])
+        assert judged.judge(claim(name), spec, rows["screened"]) == judged.judge(claim(name), spec, rows["plain"])
     for column in ("sparse_loss", "random_loss", "other_loss"):
         assert_frame_equal(recovered_gain(screened, gain_threshold=threshold, n_boot=200, column=column),
                            recovered_gain(plain, gain_threshold=threshold, n_boot=200, column=column),

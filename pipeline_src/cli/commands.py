@@ -279,7 +279,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     unlearned = figure_note(spec, list(inputs)) if caption or training_caption else ""
     if caption:
         from ..findings.claim_file import ClaimError, load, load_claims
-        from ..findings.verdicts import caption as finding
+        from ..findings.judge import caption as finding
 
         try:
             claims = [load(path) for path in claim_files] if claim_files else load_claims()

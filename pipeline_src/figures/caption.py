@@ -10,7 +10,7 @@ versions. A template names an upstream value as ``value("train", "model.d_model"
 the config field); a field whose value differs between the figure's runs lists every value and says
 so. A figure that shows one of the paper's findings also states its verdict, criterion and numbers
 after the description, judged from the figure's own spec and tables
-(:func:`pipeline_src.findings.verdicts.caption`).
+(:func:`pipeline_src.findings.judge.caption`).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def mechanism_tasks(config: dict) -> list[str]:
 
 def figure_spec(config: dict, figure: str) -> dict:
     """A task figure's spec: what it draws, and the evaluated lengths (and k_test) its caption's
-    finding is judged at (:mod:`pipeline_src.findings.verdicts`)."""
+    finding is judged at (:mod:`pipeline_src.findings.judge`)."""
     task = FIGURE_TASK[figure]
     section = config[task]
     train_lengths = list(get_task(task).train_lengths(section["data"]))

@@ -61,7 +61,7 @@ STAGE_COMMANDS = {
 # it (a task's figure: its task's, which entry_modules adds); tests/test_code_digest.py holds these
 # equal to the language study's.
 DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
-_PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.verdicts",
+_PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.judge",
          "findings.claim_file", "findings.fit_gate", "evaluation.mechanism_schema")
 # The modules those functions import, and those they load by name (tests/test_code_digest.py holds
 # them equal).

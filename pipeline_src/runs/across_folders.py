@@ -21,9 +21,9 @@ from pathlib import Path
 import polars as pl
 
 from ..findings import run_summary
-from ..findings.across import Across, SideRuns
 from ..findings.claim_file import Claim, Side
 from ..findings.figure_rows import figure_rows
+from ..findings.side_runs import Across, SideRuns
 from ..planning import paths
 from .landing import difference_text, expected_values, value_differences, values_text
 

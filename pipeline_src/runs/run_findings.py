@@ -1,5 +1,5 @@
 """``lengthgen findings``: the paper's four findings of a config's runs, each judged
-(:mod:`pipeline_src.findings.verdicts`) from the spec of the figure it is drawn in and the
+(:mod:`pipeline_src.findings.judge`) from the spec of the figure it is drawn in and the
 run-summary rows (:mod:`pipeline_src.findings.run_summary`) of that figure's tables: the files its
 job reads under a results folder, or the rows of a run summary written by ``--export``
 (``--from-summary``). The README's findings table is this command's Markdown, between
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
+from ..findings import judge as judged
 from ..findings import run_summary
-from ..findings import verdicts as judged
 from ..findings.claim_file import LANGUAGE_FIGURE, Claim, claims_of
 from ..findings.figure_rows import figure_rows, merged
 from ..planning import jobs, paths
@@ -64,7 +64,7 @@ def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None
              across: dict | None = None, weigh: bool = True) -> list[judged.Finding]:
     """The claims of ``config`` (:func:`pipeline_src.findings.claim_file.claims_of`, or ``claims``)
     judged from the run-summary ``rows``; a claim whose sides are runs of different configs from each
-    side's runs (``across``: claim name -> :class:`pipeline_src.findings.across.Across`), where given.
+    side's runs (``across``: claim name -> :class:`pipeline_src.findings.side_runs.Across`), where given.
     A config whose runs rehearse the code path (its ``rehearsal``) labels every verdict so; ``weigh``: each
     decided verdict over seeds with its leave-one-seed-out stability (:mod:`pipeline_src.findings.stability`)."""
     from ..findings.finding import rehearsed
