@@ -4,7 +4,7 @@ import sys
 
 from snakemake.utils import min_version
 
-from pipeline_src.provenance.environment import jobs_use_this_python, quiet_report_about_absent_files
+from pipeline_src.runs.workflow_process import jobs_use_this_python, quiet_report_about_absent_files
 from pipeline_src.runs.cell_status import unfinished_warning
 from pipeline_src.runs.preflight import check_workflow
 

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model_config import ModelConfig
+from .config.model_config import ModelConfig
 from .schemes import get_encoding
 
 

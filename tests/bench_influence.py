@@ -23,9 +23,9 @@ import time
 
 import torch
 
-from pipeline_src.device import describe_device, resolve_device
+from pipeline_src.config.influence_config import SELECTIONS
+from pipeline_src.devices.placement import describe_device, resolve_device
 from pipeline_src.language.influence import influential_tokens
-from pipeline_src.language.influence_config import SELECTIONS
 from pipeline_src.language.logits import decoder_logits_fn
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.runs.benchmarks.inference import format_influence_report, influence_benchmark, influence_case

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline_src import datasets
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 def default_config() -> dict:
     """``config/config.yaml`` as the workflow sees it: validated, each task section merged over
     ``defaults``."""
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning.load_config import load_config
 
     return load_config([], base=REPO / "config" / "config.yaml")
 

@@ -23,18 +23,18 @@ import pytest
 import torch
 import yaml
 
+from pipeline_src import datasets
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.stats import wilson_interval
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.influence_table import KEY_TOKEN_GAIN, influence_schema
 from pipeline_src.language.targets import select_targets
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.planning import jobs, paths
+from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning.cell_jobs import cell_jobs
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import attach, write_sidecar
+from pipeline_src.provenance.sidecars import attach, write_sidecar
 from pipeline_src.tasks import get_task
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
@@ -122,9 +122,9 @@ def changed_files(before: dict[Path, bytes], workdir: Path) -> list[str]:
 def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
     """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
     figure, and the tasks with a mechanism figure."""
-    from pipeline_src.config.load import load_config
-    from pipeline_src.language import language_jobs as lang
     from pipeline_src.planning import jobs
+    from pipeline_src.planning import language_jobs as lang
+    from pipeline_src.planning.load_config import load_config
 
     smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     task_figures = jobs.figures(smoke)

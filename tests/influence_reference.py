@@ -14,8 +14,8 @@ import polars as pl
 import torch
 from torch import nn
 
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.language.influence import other_targets, random_draws, result_frame
-from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.logits import LogitsFn, as_logits_fn
 from pipeline_src.language.targets import target_contexts
 

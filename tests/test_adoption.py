@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from pipeline_src import datasets
 from pipeline_src.cli.commands import main
 from pipeline_src.provenance.records import build_record
+from pipeline_src.provenance.sidecars import format_trace, read_checked, sidecar_path, trace, write_sidecar
 from pipeline_src.runs.adoption import adopt, file_note, rests_on
-from pipeline_src.storage import datasets
 from pipeline_src.storage.canonical import sha256_file
-from pipeline_src.storage.provenance import format_trace, read_checked, sidecar_path, trace, write_sidecar
 from pipeline_src.tasks import get_task
 
 REPO = Path(__file__).resolve().parents[1]

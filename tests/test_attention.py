@@ -14,12 +14,12 @@ import yaml
 
 from pipeline_src import schemes
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import validate
+from pipeline_src.config.model_config import model_config
 from pipeline_src.evaluation.decoding import greedy_decode
-from pipeline_src.language import language_jobs as language_config
 from pipeline_src.model import Decoder, ModelConfig
-from pipeline_src.model_config import model_config
 from pipeline_src.planning import jobs
+from pipeline_src.planning import language_jobs as language_config
+from pipeline_src.planning.load_config import validate
 from pipeline_src.training.checkpoints import load_model
 from pipeline_src.training.train import train
 from tests.conftest import REPO, default_config, tiny_train_spec

@@ -108,7 +108,7 @@ def test_a_step_run_by_hand_into_results_stops_the_run_naming_the_field(run, ste
     """``lengthgen train`` by hand over a finished model with 5 steps, or ``lengthgen evaluate`` over a finished
     accuracy table with another precision: the run that would build on it stops, naming the step run by hand
     and the field; ``provenance --verify`` names it too; the command the line names makes it as its job did."""
-    from pipeline_src.storage.provenance import read_record, workflow_rule
+    from pipeline_src.provenance.sidecars import read_record, workflow_rule
 
     before = finished_files(run)
     record = read_record(run / path)
@@ -138,7 +138,7 @@ def test_an_adopted_file_is_named_in_everything_made_from_it_until_it_is_made_ag
                              cwd=run, capture_output=True, text=True)
     assert adopted.returncode == 0, adopted.stderr
     snakemake(run, *SMOKE)
-    from pipeline_src.storage.provenance import read_record
+    from pipeline_src.provenance.sidecars import read_record
 
     for made in ("results/eval/sparse_parity/rope_pose/k2/seed0/accuracy.parquet", "results/figures/figure1.png"):
         assert [item["path"] for item in read_record(run / made)["rests_on_adopted"]] == [MODEL], made

@@ -7,10 +7,10 @@ import jinja2
 import pytest
 
 from pipeline_src.figures.caption import render, write_caption
-from pipeline_src.language.language_study import CAPTION_RUN as LANGUAGE_RUN
+from pipeline_src.planning.language_study import CAPTION_RUN as LANGUAGE_RUN
 from pipeline_src.planning.task_study import CAPTION_RUN
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage.provenance import upstream_values, write_sidecar
+from pipeline_src.provenance.sidecars import upstream_values, write_sidecar
 from tests.helpers import CAPTION_TASK as TASK
 from tests.helpers import caption_record as record
 
@@ -41,8 +41,8 @@ def test_a_step_run_by_hand_counts_under_the_rule_it_stands_for(tmp_path):
     import click
     from click.testing import CliRunner
 
+    from pipeline_src.cli.options import RULE
     from pipeline_src.figures.caption import Values
-    from pipeline_src.options import RULE
     from pipeline_src.runs.landing import difference_text, value_differences
 
     @click.command("train")

@@ -24,7 +24,7 @@ def judged_scales():
     """Every committed scale judged as the README's table judges it, once for this module (F1r's
     leave-one-seed-out recomputations are the costly part)."""
     listed = scales.read(REPO / "docs/findings/scales.yaml")
-    return listed, [scales.judge(scale) for scale in listed]
+    return listed, [scales.judge_scale(scale) for scale in listed]
 
 
 def test_f1r_is_shown_as_its_two_parts_each_with_its_deciding_number(judged_scales):

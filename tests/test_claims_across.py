@@ -16,9 +16,9 @@ import yaml
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
 from pipeline_src.findings.claim_file import ClaimError, load
-from pipeline_src.storage.provenance import sidecar_path
+from pipeline_src.planning.load_config import load_config
+from pipeline_src.provenance.sidecars import sidecar_path
 from tests.conftest import REPO
 from tests.helpers import recorded_tables
 

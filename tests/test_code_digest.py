@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.language.language_study import DRAW
+from pipeline_src.planning.language_study import DRAW
 from pipeline_src.provenance import code_digest
 from pipeline_src.provenance.code_digest import (
     DRAWN_BY_NAME,
@@ -99,7 +99,7 @@ def module_name(package: Path, path: Path) -> str:
 def test_comments_and_docstrings_change_no_digest(package):
     jobs = [*STAGE_JOBS.values(), *TASK_JOBS]
     before = digests(jobs)
-    for name in ("model.py", "training/train.py", "tasks/parity_scratchpad.py", "storage/datasets.py"):
+    for name in ("model.py", "training/train.py", "tasks/parity_scratchpad.py", "datasets.py"):
         edit_comments_and_docstrings(package / name)
         # the docstrings really changed: the syntax trees (docstrings included) differ
         assert ast.dump(ast.parse((package / name).read_text())) != ast.dump(ast.parse((REAL / name).read_text()))
@@ -132,7 +132,7 @@ def test_editing_a_figure_statistic_redraws_the_language_figures_only(package):
 def test_closures_follow_lazy_relative_and_submodule_imports():
     train, evaluate = closure(entry_modules(*STAGE_JOBS["train"])), closure(entry_modules(*STAGE_JOBS["evaluate"]))
     data = closure(entry_modules(*STAGE_JOBS["data"]))
-    assert "storage.datasets" in data & train & evaluate
+    assert "datasets" in data & train & evaluate
     assert "model" in train & evaluate and "model" not in data
     assert "tasks.frame_schema" in data  # imported inside a function of each task module
     assert "language.tokenizer" not in train  # the language models' batch source is the language package's
@@ -145,20 +145,20 @@ def test_closures_follow_lazy_relative_and_submodule_imports():
 
 def test_the_modules_left_out_are_those_that_say_so_or_whose_package_does():
     """The modules left out of every digest are those with a top-level ``IN_CODE_DIGEST = False``
-    (the shared options, paths, provenance records, the steps' spec checks and the digest itself) and
-    every module of a package whose ``__init__.py`` says so (the CLI and everything about runs): named
-    here by import, so a rename or move is followed, and a new module of those packages counts without
-    a word."""
-    from pipeline_src import cli, options, runs
+    (the shared options, paths, provenance records and their verification, the steps' spec checks and
+    the digest itself) and every module of a package whose ``__init__.py`` says so (the CLI and
+    everything about runs): named here by import, so a rename or move is followed, and a new module of
+    those packages counts without a word."""
+    from pipeline_src import cli, runs
+    from pipeline_src.cli import options
     from pipeline_src.planning import paths, spec_check
-    from pipeline_src.provenance import records
-    from pipeline_src.storage import provenance
+    from pipeline_src.provenance import records, sidecars, verify
 
     whole = {found.name for package in (cli, runs)
              for found in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")}
     assert {"pipeline_src.runs.benchmarks.sizes", "pipeline_src.cli.commands"} <= whole
     modules = {module.__name__ for module in (cli, runs, options, paths, spec_check, records, code_digest,
-                                              provenance)} | whole
+                                              sidecars, verify)} | whole
     assert left_out() == {code_digest._relative(name) for name in modules}
 
 
@@ -189,7 +189,7 @@ def test_no_module_a_digest_may_cover_imports_a_package_left_out_whole():
     out = left_out()
     packages = [name for name in out if code_digest._path(name).name == "__init__.py"]
     whole = {name for name in out for package in packages if name == package or name.startswith(f"{package}.")}
-    assert {"cli", "runs", "runs.tools"} <= whole
+    assert {"cli", "runs", "cli.run_commands"} <= whole
     for path in code_digest.PACKAGE_DIR.rglob("*.py"):
         name = code_digest._module_name(path)
         if name not in out:
@@ -256,13 +256,13 @@ def test_no_task_s_data_training_or_evaluation_digest_covers_drawing_code():
             assert not drawing, f"{stage} digest of {task} covers {drawing}"
 
 
-CLI_MODULES = {"cli": REAL / "cli" / "commands.py", None: REAL / "options.py"}  # package -> the module in it
+CLI_MODULES = {REAL / "cli" / "commands.py": "cli", REAL / "cli" / "options.py": "cli"}  # module -> its package
 
 
 def cli_functions() -> dict[str, tuple[ast.FunctionDef, str | None]]:
-    """The functions (methods included) of pipeline_src/cli/commands.py and pipeline_src/options.py,
-    by name, each with the package of its module (None: pipeline_src itself)."""
-    return {node.name: (node, package) for package, path in CLI_MODULES.items()
+    """The functions (methods included) of pipeline_src/cli/commands.py and pipeline_src/cli/options.py,
+    by name, each with the package of its module."""
+    return {node.name: (node, package) for path, package in CLI_MODULES.items()
             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
 
 

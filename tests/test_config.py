@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import load_config, validate
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import load_config, validate
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.tasks import get_task
 from tests.helpers import DEFAULT, edited, merged
@@ -101,7 +101,7 @@ def test_inconsistent_configs_name_the_field(changes, message):
 def test_a_hand_run_spec_breaks_the_rule_the_config_check_reports(model, message):
     """The config check and the training job state each model rule once (model_config.model_config):
     the config error is the spec's, prefixed by the task."""
-    from pipeline_src.model_config import model_config
+    from pipeline_src.config.model_config import model_config
 
     config = edited(parity_scratchpad={"model": model})
     spec = jobs.train_spec(config, "parity_scratchpad", "scratchpad", "coupled", 0)

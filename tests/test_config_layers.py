@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from pipeline_src.config.layers import merge_layers, read_config
-from pipeline_src.config.load import load_config, validate
 from pipeline_src.config.schema import coerced
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import load_config, validate
 from tests.helpers import REPO, copy_workflow
 
 OVERRIDE = {

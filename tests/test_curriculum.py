@@ -13,8 +13,8 @@ import torch
 from safetensors.torch import load_file
 
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import validate
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import validate
 from pipeline_src.training.curriculum import KCurriculum
 from pipeline_src.training.train import train
 from tests.conftest import REPO, tiny_train_spec, write_dataset

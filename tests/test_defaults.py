@@ -10,12 +10,11 @@ import dataclasses
 
 import pytest
 
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import validate
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
-from pipeline_src.model_config import ModelConfig, ModelConfigError
-from pipeline_src.planning import jobs
+from pipeline_src.config.model_config import ModelConfig, ModelConfigError
+from pipeline_src.planning import jobs, language_jobs
+from pipeline_src.planning.load_config import validate
 from tests.conftest import default_config
 
 

@@ -18,18 +18,18 @@ import yaml
 from click.testing import CliRunner
 from safetensors.torch import load_file
 
-from pipeline_src import device as devices
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
 from pipeline_src.config.schema import config_schema
-from pipeline_src.device import DeviceError, autocast, describe_device, inference_autocast, resolve_device
+from pipeline_src.devices import placement as devices
+from pipeline_src.devices.placement import DeviceError, autocast, describe_device, inference_autocast, resolve_device
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.evaluation.evaluate import evaluate
-from pipeline_src.language import language_jobs as lang
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.planning import jobs
+from pipeline_src.planning import language_jobs as lang
+from pipeline_src.planning.load_config import load_config
+from pipeline_src.provenance.sidecars import read_record
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.storage.provenance import read_record
 from pipeline_src.training.batches import SequenceTable, training_batch
 from pipeline_src.training.train import train
 from tests.conftest import default_config, tiny_train_spec
@@ -132,7 +132,7 @@ def test_device_enters_every_model_job_spec_and_no_other():
 
 
 def test_training_batch_moves_every_tensor(train_data):
-    from pipeline_src.storage import datasets
+    from pipeline_src import datasets
     from pipeline_src.tasks import get_task
 
     table = SequenceTable.from_frame(datasets.read(train_data, get_task("sparse_parity").schema))
@@ -209,7 +209,7 @@ def test_cuda_training_sees_the_cpu_batches_and_writes_cpu_results(tmp_path, tra
 
 
 def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch):
-    from pipeline_src.planning.devices import GPUS_ENV, gpus_per_model_job
+    from pipeline_src.devices.setting import GPUS_ENV, gpus_per_model_job
 
     monkeypatch.delenv(GPUS_ENV, raising=False)  # no pretend GPUs (a suite run with them set, say)
     assert gpus_per_model_job({"device": "cpu"}) == 0
@@ -219,7 +219,7 @@ def test_model_jobs_request_a_local_gpu_only_when_they_will_use_cuda(monkeypatch
 
 
 def test_the_gpus_model_jobs_spread_over(monkeypatch):
-    from pipeline_src.planning.devices import GPUS_ENV, gpus_per_model_job, visible_gpus
+    from pipeline_src.devices.setting import GPUS_ENV, gpus_per_model_job, visible_gpus
 
     monkeypatch.delenv(GPUS_ENV, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.evaluation.decoding import greedy_decode
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.schemes import SCHEMES, get_scheme
 from pipeline_src.training.train import build_model, make_optimizer, train_step

@@ -7,13 +7,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline_src import datasets
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
 from pipeline_src.figures import shared as common
 from pipeline_src.findings.tables import accuracy_table
-from pipeline_src.storage import datasets
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec
 

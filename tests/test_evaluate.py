@@ -8,13 +8,13 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline_src import datasets
 from pipeline_src.evaluation import evaluate as evaluate_module
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.evaluation.decoding import PAD, Decoded, greedy_decode
 from pipeline_src.evaluation.evaluate import check_cell, evaluate
 from pipeline_src.evaluation.stats import wilson_interval
 from pipeline_src.schemes import get_scheme
-from pipeline_src.storage import datasets
 from pipeline_src.tasks import get_task
 from pipeline_src.training.batches import SequenceTable
 from pipeline_src.training.checkpoints import load_model

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 from scipy.stats import page_trend_test
 
-from pipeline_src.findings import run_summary, trend
-from pipeline_src.findings import verdicts as judged
+from pipeline_src.findings import judge as judged
+from pipeline_src.findings import run_summary
+from pipeline_src.findings import trend_tests as trend
 from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config

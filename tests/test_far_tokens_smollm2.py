@@ -26,8 +26,8 @@ import torch
 from pipeline_src.language import pretrained
 
 pytest.importorskip("gguf", reason="the pretrained extra: pip install -e '.[pretrained]'")
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.language.influence import influential_tokens
-from pipeline_src.language.influence_config import InfluenceConfig
 from pipeline_src.language.logits import hf_logits_fn
 
 pytestmark = pytest.mark.slow

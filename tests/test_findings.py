@@ -16,13 +16,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src import studies
 from pipeline_src.cli import main
+from pipeline_src.findings import judge as judged
 from pipeline_src.findings import run_summary
-from pipeline_src.findings import verdicts as judged
 from pipeline_src.findings.claim_file import load_claims
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.planning import jobs, paths
+from pipeline_src.planning import jobs, paths, studies
+from pipeline_src.planning import language_jobs as lang
 from pipeline_src.runs import run_findings
 from pipeline_src.runs.judged_config import finding_tables
 from pipeline_src.tasks import get_task
@@ -510,7 +509,7 @@ def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch)
 def test_the_landing_page_leads_with_the_findings_judged_from_the_results(tmp_path, config):
     from docutils.core import publish_parts
 
-    from pipeline_src import studies
+    from pipeline_src.planning import studies
     from pipeline_src.runs.landing import render
 
     write_f2(tmp_path, config, 0.8, 0.1)
@@ -552,7 +551,7 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     without a summary yet reads "no results yet", never a verdict."""
     import yaml
 
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning.load_config import load_config
 
     monkeypatch.chdir(REPO)
     write_f2(tmp_path / "cpu", default_config(), 0.8, 0.1)
@@ -823,7 +822,7 @@ def test_a_summary_made_before_f4_paired_reads_no_results_and_f4_is_judged_as_be
 
 def test_the_default_runs_summary_reads_f4_paired_no_results(monkeypatch):
     """The default run's committed summary was exported before F4': no per-target fractions, no error."""
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning.load_config import load_config
 
     monkeypatch.chdir(REPO)
     config = load_config([])
@@ -842,7 +841,7 @@ def test_smollm2s_committed_p_is_scipys_on_the_csvs_own_numbers(monkeypatch):
 
     from scipy import stats
 
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning.load_config import load_config
 
     monkeypatch.chdir(REPO)
     path = REPO / "docs" / "findings" / "smollm2.csv"

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
 from pipeline_src.planning import paths
+from pipeline_src.planning.load_config import load_config
 from tests.conftest import REPO, default_config
 from tests.helpers import F2_TASK, recorded_runs
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline_src.config.load import load_config
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import InfluenceConfig
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.language.targets import select_targets
+from pipeline_src.planning import language_jobs
+from pipeline_src.planning.load_config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config"

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline_src.planning.devices import GPUS_ENV, SLOTS_ENV
+from pipeline_src.devices.setting import GPUS_ENV, SLOTS_ENV
 from tests.helpers import copy_workflow, planned_jobs, snakemake
 
 pytestmark = pytest.mark.e2e  # GPU slots claimed by subprocesses, and Snakemake runs
 
-CLAIM = ("import sys, time\nfrom pipeline_src.device import claim_gpu_slot\n"
+CLAIM = ("import sys, time\nfrom pipeline_src.devices.placement import claim_gpu_slot\n"
          "print(claim_gpu_slot(wait_seconds=0.1), flush=True)\ntime.sleep(float(sys.argv[1]))")
 
 

@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
+from pipeline_src.datasets import DataError, validate
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets
-from pipeline_src.storage.datasets import DataError, validate
 from tests.helpers import INFLUENCE_VOCAB as VOCAB
 from tests.helpers import SMALL, key_token_targets, one_thread_per_module, random_model, small_targets, token_stream
 from tests.influence_reference import reference_influential_tokens

@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language import influence as inf
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.logits import last_token_divergences, last_token_log_probs
 from pipeline_src.language.targets import target_contexts
 from tests.helpers import INFLUENCE_VOCAB as VOCAB

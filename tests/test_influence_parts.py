@@ -14,17 +14,17 @@ import pytest
 from click.testing import CliRunner
 from polars.testing import assert_frame_equal
 
+from pipeline_src import datasets
 from pipeline_src.cli import main
+from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.figures import figure4
-from pipeline_src.findings import figure_rows, run_summary, summary_parts, verdicts
+from pipeline_src.findings import figure_rows, run_summary, summary_parts
+from pipeline_src.findings import judge as judged
 from pipeline_src.language import influence as inf
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError, part_span
 from pipeline_src.language.influence_table import PER_K, influence_schema
-from pipeline_src.planning import paths, spec_check
+from pipeline_src.planning import language_jobs, paths, spec_check
 from pipeline_src.planning.spec_check import SpecError
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from tests.conftest import default_config
 from tests.helpers import REPO, SMALL, claim, one_thread_per_module, random_model, small_targets
 
@@ -151,7 +151,7 @@ def test_a_summary_of_the_parts_sitting_by_sitting_holds_the_whole_draws_numbers
         if index < 2:
             assert (partly.startswith(f"parts of the draw not all there ({index + 1} of 3 in, part")
                     and numbers(summary).height == 0)
-            assert "no results: parts of the draw not all there" in verdicts.judge(
+            assert "no results: parts of the draw not all there" in judged.judge(
                 claim("F4"), spec, summary, "").verdict
     assert partly is None
     whole_rows = figure_rows.language_rows(spec, tables)  # all the parts at once, as the figure job reads them
@@ -225,7 +225,7 @@ def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tm
 
 
 def test_from_summary_makes_figure4_read_the_summary_and_names_a_missing_file(tmp_path):
-    from pipeline_src.studies import study_of
+    from pipeline_src.planning.studies import study_of
 
     config = default_config()
     assert "from_summary" not in language_jobs.figure_spec(config, "figure4")  # unset: the spec of before the field

@@ -14,19 +14,20 @@ import pytest
 import torch
 from polars.testing import assert_frame_equal
 
+from pipeline_src import datasets
+from pipeline_src.config.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
+from pipeline_src.datasets import DataError, validate
 from pipeline_src.figures import figure4
-from pipeline_src.findings import figure_rows, verdicts
+from pipeline_src.findings import figure_rows
+from pipeline_src.findings import judge as judged
 from pipeline_src.language import influence as inf
-from pipeline_src.language import language_jobs
-from pipeline_src.language.influence_config import SCREENED_OUT, InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_summary import paired_fractions, recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import PER_K, influence_schema, read_influence
 from pipeline_src.language.targets import select_targets
 from pipeline_src.language.token_stream import build_corpus
 from pipeline_src.language.tokenizer import read_tokens
+from pipeline_src.planning import language_jobs
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.datasets import DataError, validate
 from pipeline_src.training.train import build_model
 from tests.conftest import default_config
 from tests.helpers import SMALL, claim, one_thread_per_module, random_model, small_targets
@@ -114,7 +115,7 @@ def check_verdicts(cfg: InfluenceConfig, threshold: float, plain: pl.DataFrame, 
         rows[name] = figure_rows.language_rows(spec, [path])
     assert_frame_equal(rows["screened"], rows["plain"], check_exact=False, rel_tol=0, abs_tol=1e-6)
     for name in ("F4", "F4'"):
-        assert verdicts.judge(claim(name), spec, rows["screened"]) == verdicts.judge(claim(name), spec, rows["plain"])
+        assert judged.judge(claim(name), spec, rows["screened"]) == judged.judge(claim(name), spec, rows["plain"])
     for column in ("sparse_loss", "random_loss", "other_loss"):
         assert_frame_equal(recovered_gain(screened, gain_threshold=threshold, n_boot=200, column=column),
                            recovered_gain(plain, gain_threshold=threshold, n_boot=200, column=column),

@@ -14,11 +14,11 @@ from typing import Callable
 import polars as pl
 import pytest
 
+from pipeline_src import datasets
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.language.tokenizer import encode_documents, read_tokens, train_tokenizer, write_tokens
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from pipeline_src.training.checkpoints import CheckpointError
 from pipeline_src.training.train import train
 from tests.conftest import tiny_train_spec, write_dataset

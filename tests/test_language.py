@@ -17,16 +17,16 @@ from safetensors.torch import load_file
 
 from pipeline_src.cli import main
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import load_config, validate
 from pipeline_src.config.schema import config_schema
-from pipeline_src.language import language_jobs as lang
 from pipeline_src.language.analysis import analyse, evaluate_model
 from pipeline_src.language.lm_training import train_language_model
 from pipeline_src.language.token_stream import build_corpus
 from pipeline_src.language.tokenizer import read_tokens
 from pipeline_src.planning import jobs
+from pipeline_src.planning import language_jobs as lang
+from pipeline_src.planning.load_config import load_config, validate
+from pipeline_src.provenance.sidecars import format_trace, read_record, trace
 from pipeline_src.storage.canonical import canonical_json, sha256_file
-from pipeline_src.storage.provenance import format_trace, read_record, trace
 from tests.conftest import default_config
 from tests.helpers import SENTENCES, write_shard
 

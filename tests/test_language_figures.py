@@ -7,15 +7,15 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline_src import datasets
+from pipeline_src.config.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.figures import figure4, language_pose
 from pipeline_src.language import influence
-from pipeline_src.language.influence_config import InfluenceConfig, InfluenceError
 from pipeline_src.language.influence_summary import recovered_gain, tokens_needed
 from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.schemas import LossByPositionSchema, TargetLossSchema
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import read_record
+from pipeline_src.provenance.sidecars import read_record
 
 PLOT_CONFIG = {"context": 16, "local": 8, "k_max": 3, "gain_threshold": 0.5, "n_boot": 50, "seed": 0}
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.language.influence_config import InfluenceConfig
+from pipeline_src.config.influence_config import InfluenceConfig
 from pipeline_src.language.influence_log import progress, sequences_per_target
+from pipeline_src.planning import language_jobs as lang
 from pipeline_src.planning import paths
 from pipeline_src.provenance.records import build_record
+from pipeline_src.provenance.sidecars import write_sidecar
 from pipeline_src.runs.language_status import language_status
-from pipeline_src.storage.provenance import write_sidecar
 from tests.conftest import default_config
 
 PREFIX = "influential tokens (part 7 of 8: targets 577 to 672 of the 741 drawn)"

@@ -9,8 +9,8 @@ import re
 import pytest
 import yaml
 
-from pipeline_src.config.load import load_config
 from pipeline_src.findings.deciding import named
+from pipeline_src.planning.load_config import load_config
 from pipeline_src.runs.run_findings import findings, summary_rows
 from tests.helpers import REPO
 

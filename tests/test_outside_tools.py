@@ -6,9 +6,8 @@ a rename there once broke it on a lent GPU, where time is too rare to find out."
 from pathlib import Path
 
 from pipeline_src import api
-from pipeline_src.config.load import load_config
-from pipeline_src.language import language_jobs
-from pipeline_src.planning import jobs
+from pipeline_src.planning import jobs, language_jobs
+from pipeline_src.planning.load_config import load_config
 
 PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"
 

@@ -6,9 +6,9 @@ import ast
 import re
 from pathlib import Path
 
-from pipeline_src.config.load import load_config
 from pipeline_src.planning import jobs, paths
 from pipeline_src.planning.cell_jobs import cell_jobs
+from pipeline_src.planning.load_config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 CELL = {"task": "parity_scratchpad", "variant": "scratchpad", "scheme": "ppc", "seed": 1}

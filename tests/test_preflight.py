@@ -11,9 +11,9 @@ from typing import Callable
 
 import pytest
 
+from pipeline_src.provenance.sidecars import sidecar_record, write_sidecar
 from pipeline_src.runs.preflight import Job, PreflightError, check, remake_command
 from pipeline_src.storage.canonical import canonical_json
-from pipeline_src.storage.provenance import sidecar_record, write_sidecar
 from tests.conftest import tiny_train_spec, write_dataset
 
 TRAIN_PARAMS = {"k_train": 2, "l_min": 10, "l_max": 25, "n_samples": 300}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.findings import preregistration as pre
-from pipeline_src.storage.provenance import sidecar_path
+from pipeline_src.provenance.sidecars import sidecar_path
 
 DAY = 86_400
 START = 1_800_000_000  # every time below counts from here, one day apart

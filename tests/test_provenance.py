@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.figures import figure1
 from pipeline_src.planning import paths
+from pipeline_src.planning.load_config import load_config
+from pipeline_src.planning.studies import study_of
+from pipeline_src.provenance.sidecars import PARQUET_KEY, read_record, sidecar_path, trace
 from pipeline_src.storage.canonical import canonical_json, config_hash, sha256_file
-from pipeline_src.storage.provenance import PARQUET_KEY, read_record, sidecar_path, trace
-from pipeline_src.studies import study_of
 from pipeline_src.training.train import train
 from tests.conftest import REPO, tiny_train_spec
 from tests.helpers import F2_TASK, recorded_runs

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline_src import studies
-from pipeline_src.planning import jobs
+from pipeline_src.planning import jobs, studies
 from pipeline_src.schemes import SCHEMES
 from pipeline_src.tasks import TASKS
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from pipeline_src.config.load import load_config
 from pipeline_src.findings import run_summary
 from pipeline_src.findings.finding import REHEARSAL
+from pipeline_src.planning.load_config import load_config
 from pipeline_src.runs.run_findings import findings
 from tests.helpers import REPO
 

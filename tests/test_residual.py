@@ -7,9 +7,9 @@ import pytest
 import torch
 import yaml
 
-from pipeline_src.config.load import load_config, validate
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import load_config, validate
 
 V = 4  # tokens 0..2 are the values to copy, token 3 the query
 QUERY = V - 1

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline_src.findings import power, run_summary
+from pipeline_src.findings import judge as judged
+from pipeline_src.findings import power, run_summary, verdicts
 from pipeline_src.findings import significance as sig
-from pipeline_src.findings import verdicts as judged
 from pipeline_src.planning import jobs
 from pipeline_src.tasks import get_task
 from tests.conftest import default_config
@@ -142,13 +142,13 @@ def test_verdict_rules():
     up = sig.compare("a", "b", "c", [1.0] * 4, [0.0] * 4, paired=False)
     flat = sig.compare("a", "b", "c", [0.5, 0.6, 0.4, 0.5], [0.5, 0.55, 0.45, 0.5], paired=False)
     down = sig.compare("a", "b", "c", [0.0] * 4, [1.0] * 4, paired=False)
-    assert sig.verdict([up, up]) == sig.REPRODUCED
-    assert sig.verdict([up, down]).startswith(sig.CONTRADICTED)
-    assert sig.verdict([up, flat]).startswith(sig.UNDECIDED)
-    assert sig.verdict([up], ["x at c"]) == "undecided: no results for x at c"
+    assert verdicts.comparisons_verdict([up, up]) == verdicts.REPRODUCED
+    assert verdicts.comparisons_verdict([up, down]).startswith(verdicts.CONTRADICTED)
+    assert verdicts.comparisons_verdict([up, flat]).startswith(verdicts.UNDECIDED)
+    assert verdicts.comparisons_verdict([up], ["x at c"]) == "undecided: no results for x at c"
     small = sig.compare("a", "b", "c", [0.6, 0.5], [0.5, 0.45], paired=False)
-    assert sig.verdict([up, small]) == f"undecided: a vs b at c: p = {small.p:.3g}; about {small.needed} seeds per " \
-                                       "run would decide at the spread of the 2 seeds per run judged here"
+    assert verdicts.comparisons_verdict([up, small]) == f"undecided: a vs b at c: p = {small.p:.3g}; about " \
+        f"{small.needed} seeds per run would decide at the spread of the 2 seeds per run judged here"
 
 
 def test_holm_needs_the_reverse_to_hold_over_every_comparison():
@@ -157,8 +157,8 @@ def test_holm_needs_the_reverse_to_hold_over_every_comparison():
     down = sig.compare("a", "b", "c", [0.0, 0.1, 0.05, 0.02], [0.9, 1.0, 0.95, 0.92], paired=False)
     assert down.p_reverse == pytest.approx(1 / 70)
     flat = sig.compare("a", "b", "c", [0.5, 0.6, 0.4, 0.5], [0.5, 0.55, 0.45, 0.5], paired=False)
-    assert sig.verdict([down]).startswith(sig.CONTRADICTED)
-    assert sig.verdict([down, flat, flat, flat, flat]).startswith(sig.UNDECIDED)
+    assert verdicts.comparisons_verdict([down]).startswith(verdicts.CONTRADICTED)
+    assert verdicts.comparisons_verdict([down, flat, flat, flat, flat]).startswith(verdicts.UNDECIDED)
 
 
 def test_contradicting_agrees_with_statsmodels_holm():
@@ -170,7 +170,7 @@ def test_contradicting_agrees_with_statsmodels_holm():
         comparisons = [sig.Comparison("a", "b", "c", (0.0,), (1.0,), False, 0.5, float(p), 0.0, 0.0, None)
                        for p in rng.uniform(0, 0.1, m) ** rng.uniform(1, 3)]
         holm = multipletests([c.p_reverse for c in comparisons], alpha=sig.ALPHA, method="holm")[0]
-        found = sig.contradicting(comparisons)
+        found = verdicts.contradicting(comparisons)
         assert (found is not None) == holm.any()
         if found is not None:
             assert found.p_reverse == min(c.p_reverse for c in comparisons)
@@ -181,15 +181,15 @@ def test_a_difference_the_wrong_way_round_plans_the_seeds_that_would_contradict(
     would pass Holm's first step (alpha / 3 for three comparisons: 4 seeds a side, 1 / C(8, 4))."""
     up = sig.compare("a", "b", "c", [1.0] * 4, [0.0] * 4, paired=False)
     below = sig.compare("ppc", "rope", "length 9", [0.96, 0.96], [1.0, 1.0], paired=False)
-    assert sig.verdict([up, up, below]) == ("undecided: ppc below rope at length 9, not significantly; about 4 "
-                                            "seeds per run would show it significant")
+    assert verdicts.comparisons_verdict([up, up, below]) == (
+        "undecided: ppc below rope at length 9, not significantly; about 4 seeds per run would show it significant")
 
 
 @pytest.mark.parametrize("paired", [False, True])
 def test_one_seed_is_never_significant_and_says_so(paired):
     found = sig.compare("a", "b", "c", [1.0], [0.0], paired=paired)
     assert not found.significant and found.p_reverse == 1.0 and "too few to test" in str(found)
-    assert sig.verdict([found]).startswith(sig.UNDECIDED)
+    assert verdicts.comparisons_verdict([found]).startswith(verdicts.UNDECIDED)
 
 
 # --- the power of a whole finding's verdict (docs/findings.md, "The power of a whole finding's verdict") ---
@@ -248,13 +248,14 @@ def test_a_drawn_p_near_its_threshold_is_drawn_again_until_clear_of_it():
 
 
 def test_the_simulated_verdict_is_verdicts():
-    """reproduced_draws says reproduced exactly where verdict() does, on findings made by compare."""
+    """reproduced_draws says reproduced exactly where comparisons_verdict() does, on findings made by compare."""
     for structure, effect in [(STRUCTURES["F1"], 1.5), (STRUCTURES["F3"], 0.5)]:
         values = power.simulate(structure, effect, 5, draws=24, seed=3)
         simulated = power.reproduced_draws(structure, values)
-        judged_ = [sig.verdict([sig.compare(better, worse, "c", values[better][i], values[worse][i], paired=paired)
-                                for better, worse, paired in structure.comparisons]) == sig.REPRODUCED
-                   for i in range(24)]
+        judged_ = [verdicts.comparisons_verdict([sig.compare(better, worse, "c", values[better][i], values[worse][i],
+                                                             paired=paired)
+                                                 for better, worse, paired in structure.comparisons])
+                   == verdicts.REPRODUCED for i in range(24)]
         assert simulated.tolist() == judged_
         assert 0 < sum(judged_) < 24  # both outcomes seen
 

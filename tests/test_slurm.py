@@ -117,7 +117,7 @@ def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the
     spec trained on this machine without a break."""
     import json
 
-    from pipeline_src.storage.provenance import read_record
+    from pipeline_src.provenance.sidecars import read_record
 
     (tmp_path / "slurm").mkdir()
     workdir = copy_workflow(tmp_path / "slurm")

@@ -1,4 +1,4 @@
-"""sparse_parity generator (Figure 1) and its Parquet schema checks (pipeline_src.storage.datasets).
+"""sparse_parity generator (Figure 1) and its Parquet schema checks (pipeline_src.datasets).
 
 Expected values are recomputed independently of the generator: prompts are decoded to strings and
 parsed with plain Python loops.
@@ -13,7 +13,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline_src.storage import datasets
+from pipeline_src import datasets
 from pipeline_src.tasks import get_task
 
 from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, parse, small_frame

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
-from pipeline_src.language import language_jobs as lang
-from pipeline_src.model_config import model_config
+from pipeline_src.config.model_config import model_config
 from pipeline_src.planning import jobs, spec_check
-from pipeline_src.storage.provenance import sidecar_path
-from pipeline_src.studies import figures, study_of
+from pipeline_src.planning import language_jobs as lang
+from pipeline_src.planning.load_config import load_config
+from pipeline_src.planning.studies import figures, study_of
+from pipeline_src.provenance.sidecars import sidecar_path
 from pipeline_src.tasks import get_task
 from tests.conftest import REPO, tiny_train_spec, write_dataset
 from tests.helpers import write_data

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipeline_src.config.load import load_config
 from pipeline_src.findings import significance
 from pipeline_src.findings.claim_file import load_claims
 from pipeline_src.findings.run_summary import FRACTION, LANGUAGE, OTHER, OWN, canonical
 from pipeline_src.findings.stability import leave_one_seed_out, over_targets
+from pipeline_src.planning.load_config import load_config
 from pipeline_src.runs.run_findings import findings, summary_rows
 from tests.helpers import REPO
 

@@ -59,7 +59,7 @@ def test_drawing_figures_and_reading_mechanism_tables_does_not_import_torch():
     """A figure job (a task's figure, its mechanism and training figures, its caption's finding; the
     language figures and their summary statistics) never starts torch: it reads tables."""
     code = ("import sys\nimport pipeline_src.figures.mechanism_figure, pipeline_src.figures.figure2\n"
-            "import pipeline_src.figures.training_curves, pipeline_src.findings.verdicts\n"
+            "import pipeline_src.figures.training_curves, pipeline_src.findings.judge\n"
             "import pipeline_src.figures.figure4, pipeline_src.figures.language_pose\n"
             "import pipeline_src.evaluation.mechanism_summary\nprint('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

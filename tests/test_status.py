@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from pipeline_src.cli import main
 from pipeline_src.config.layers import ConfigError
-from pipeline_src.config.load import load_config
 from pipeline_src.planning import cell_jobs as cell_jobs_module
 from pipeline_src.planning.cell_jobs import cell_jobs
+from pipeline_src.planning.load_config import load_config
 from pipeline_src.storage.canonical import canonical_json
 from tests.conftest import TINY_MODEL, TINY_TRAIN, private_copy
 

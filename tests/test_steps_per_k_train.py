@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from pipeline_src.config.layers import ConfigError, merge_layers
-from pipeline_src.config.load import validate
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import validate
 from tests.conftest import REPO
 from tests.helpers import edited
 

@@ -12,13 +12,12 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipeline_src import tasks
+from pipeline_src import datasets, tasks
 from pipeline_src.cli import main
 from pipeline_src.evaluation import accuracy_schema
 from pipeline_src.evaluation.evaluate import evaluate
 from pipeline_src.provenance import records
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
 from pipeline_src.tasks import Figure, Layout, Task, Vocab, generator
 from pipeline_src.tasks.task import count, data_schema
 from pipeline_src.training.train import train

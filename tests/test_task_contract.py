@@ -15,9 +15,9 @@ import io
 import polars as pl
 import pytest
 
-from pipeline_src.storage import datasets
+from pipeline_src import datasets
+from pipeline_src.provenance.sidecars import sidecar_path
 from pipeline_src.storage.canonical import sha256_file
-from pipeline_src.storage.provenance import sidecar_path
 from pipeline_src.tasks import TASKS, get_task
 from tests.helpers import TASK_PARAMS, assert_write_rejects, generate, record, small_frame, write
 

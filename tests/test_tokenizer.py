@@ -9,6 +9,7 @@ import sys
 import polars as pl
 import pytest
 
+from pipeline_src import datasets
 from pipeline_src.language.corpus import select, split_documents
 from pipeline_src.language.tokenizer import (
     EOD,
@@ -21,8 +22,7 @@ from pipeline_src.language.tokenizer import (
     write_tokens,
 )
 from pipeline_src.provenance.records import build_record
-from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import read_record
+from pipeline_src.provenance.sidecars import read_record
 from tests.helpers import SENTENCES
 
 VOCAB = 400

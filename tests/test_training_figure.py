@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 from matplotlib.colors import to_rgba
 
+from pipeline_src import datasets
 from pipeline_src.cli import main
 from pipeline_src.evaluation.accuracy_schema import AccuracySchema
 from pipeline_src.figures import training_by_k
 from pipeline_src.figures import training_curves as training
+from pipeline_src.provenance.sidecars import attach
 from pipeline_src.schemes import SCHEMES
-from pipeline_src.storage import datasets
-from pipeline_src.storage.provenance import attach
 from tests.helpers import accuracy_file
 
 FIGURE_CONFIG = {"task": "parity_scratchpad", "runs": {"scratchpad": ["ppc", "rope_pose"], "direct": ["rope_pose"]},

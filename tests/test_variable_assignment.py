@@ -12,7 +12,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from pipeline_src.storage import datasets
+from pipeline_src import datasets
 from pipeline_src.tasks import get_task
 
 from .helpers import TASK_PARAMS, assert_write_rejects, frame_fixtures, record, small_frame, write

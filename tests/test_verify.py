@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from pipeline_src.cli import main
 from pipeline_src.evaluation.evaluate import evaluate
-from pipeline_src.runs.verify import verify
+from pipeline_src.provenance.verify import verify
 from pipeline_src.training.train import train
 from tests.conftest import private_copy, tiny_train_spec, write_dataset
 
@@ -108,8 +108,8 @@ def test_an_unreadable_sidecar_is_named_not_passed(chain):
 def test_a_step_run_by_hand_into_results_is_named_until_adopted(chain):
     """A table under results/ whose record says a step run by hand made it ("manual evaluate"): named, and
     verified once adopted; the same record outside results/ (a hand run of one's own) is not named."""
+    from pipeline_src.provenance.sidecars import sidecar_record, write_sidecar
     from pipeline_src.runs.adoption import adopt
-    from pipeline_src.storage.provenance import sidecar_record, write_sidecar
 
     Path("results").mkdir()
     for table in ("results/acc.parquet", "acc.parquet"):

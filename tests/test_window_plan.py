@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline_src.cli import main
-from pipeline_src.config.load import load_config
 from pipeline_src.planning import jobs
+from pipeline_src.planning.load_config import load_config
 from tests.conftest import REPO
 from tests.helpers import copy_workflow, snakemake, write_override
 

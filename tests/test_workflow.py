@@ -314,7 +314,7 @@ def test_a_report_of_a_config_whose_runs_are_absent_prints_no_line_per_absent_fi
 def test_a_made_file_without_metadata_still_gets_its_warning(tmp_path):
     import logging
 
-    from pipeline_src.provenance.environment import _AbsentFiles
+    from pipeline_src.runs.workflow_process import _AbsentFiles
 
     made = tmp_path / "made.parquet"
     made.touch()

@@ -78,8 +78,8 @@ def same_bytes(old: Path, new: Path) -> list[str]:
 def figure_targets(configfile: str) -> list[str]:
     """The figures of ``configfile`` (merged over the default config): each is a target of its own."""
     sys.path.insert(0, str(REPO))
-    from pipeline_src import studies
-    from pipeline_src.config.load import load_config
+    from pipeline_src.planning import studies
+    from pipeline_src.planning.load_config import load_config
 
     config = load_config([REPO / configfile], base=REPO / "config" / "config.yaml")
     return studies.figures(config)

@@ -1,6 +1,6 @@
-"""The ``lengthgen`` command: one command per pipeline step (:mod:`.commands`), and the tools about
-runs beside them (status, findings, provenance, benchmarks, ...), registered from the one entry
-point of :mod:`pipeline_src.runs`; the options both share are :mod:`pipeline_src.options`."""
+"""The ``lengthgen`` command, every command of it: one per pipeline step (:mod:`.commands`), and
+beside them the commands that read runs (:mod:`.run_commands`: status, findings, provenance,
+benchmarks, ...; what they do is :mod:`pipeline_src.runs`'); the options both share are :mod:`.options`."""
 
 import os
 

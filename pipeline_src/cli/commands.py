@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from ..options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
-from ..runs import COMMANDS
+from ..planning.studies import all_figures, study_of
+from ..provenance.sidecars import HAND_RUN
 from ..storage.errors import one_line
-from ..storage.provenance import HAND_RUN
-from ..studies import all_figures, study_of
+from .options import JOB_CONFIG, MODEL_DIR, OUT_DIR, RULE, THREADS, TOKENS, hand_run, model_job_errors
+from .run_commands import COMMANDS
 
 
 class Commands(click.Group):
@@ -54,8 +54,8 @@ def main(debug: bool) -> None:
 def generate(spec: dict, rule: str, out: Path) -> None:
     """Generate a task dataset (train split or evaluation grid) as Parquet."""
     checked("generate", spec)
+    from .. import datasets
     from ..provenance.records import build_record
-    from ..storage import datasets
     from ..tasks import get_task
 
     task = get_task(spec["task"])
@@ -118,7 +118,7 @@ def checked(step: str, *args, **inputs) -> None:
 @contextlib.contextmanager
 def _training_errors():
     """A device, checkpoint or divergence error of a training job as a clean CLI error."""
-    from ..device import DeviceError
+    from ..devices.placement import DeviceError
     from ..training.checkpoints import CheckpointError
     from ..training.train import Terminated, TrainingDiverged
 
@@ -279,7 +279,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
     unlearned = figure_note(spec, list(inputs)) if caption or training_caption else ""
     if caption:
         from ..findings.claim_file import ClaimError, load, load_claims
-        from ..findings.verdicts import caption as finding
+        from ..findings.judge import caption as finding
 
         try:
             claims = [load(path) for path in claim_files] if claim_files else load_claims()
@@ -306,7 +306,7 @@ def plot(figure: str, spec: dict, rule: str, outputs: tuple[Path, ...], caption:
                           finding=" ".join(part for part in (unlearned, adopted(training_outputs[0])) if part))
 
 
-for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/runs/tools.py)
+for _command in COMMANDS:  # the commands that read what a run made (pipeline_src/cli/run_commands.py)
     main.add_command(_command)
 
 

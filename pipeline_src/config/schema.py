@@ -4,7 +4,7 @@ The shared part (threads, device, the train / positions blocks, the language sec
 once in ``config.schema.yaml`` next to this module. What the code declares is filled in here: the
 task names (``tasks``), each task's section (its layout's variant fields, its ``data`` block as its
 module declares it), the scheme names, and the ``model`` and ``language.analysis`` blocks (each
-field's rule and default as :class:`pipeline_src.model_config.ModelConfig` and
+field's rule and default as :class:`pipeline_src.config.model_config.ModelConfig` and
 :class:`pipeline_src.language.influence_table.InfluenceConfig` declare them). So a new task or scheme module needs no
 schema edit. Validation fills the schema's defaults in place and fails with one line naming the
 field. Torch-free and cheap: the Snakefile validates at parse time.
@@ -28,10 +28,10 @@ class ConfigSchemaError(ValueError):
 def _schema() -> dict:
     import yaml
 
-    from ..language.influence_config import InfluenceConfig
-    from ..model_config import ModelConfig, block_schema
     from ..schemes import SCHEMES
     from ..tasks import TASKS
+    from .influence_config import InfluenceConfig
+    from .model_config import ModelConfig, block_schema
 
     schema = yaml.safe_load(SCHEMA_FILE.read_text())
     defs = schema["$defs"]

@@ -116,7 +116,7 @@ def read(path: str | Path) -> pl.DataFrame:
 def _loaded(path: str | Path) -> tuple[pl.DataFrame, tuple[str, ...]]:
     """The table at ``path``, unchecked, and the cell columns beyond ``k`` and ``length`` of the tasks
     it names (a DataError where it names no registered task, or tasks keyed differently)."""
-    from ..storage import datasets
+    from .. import datasets
     from ..tasks import TASKS
 
     frame = datasets.load(path)
@@ -134,7 +134,7 @@ def _check(tables: list[tuple[str | Path, pl.DataFrame]], schema: type[pa.DataFr
     """Check ``tables`` (path, frame) against ``schema`` in one pass over them all (every check of the
     schema is row by row, so the pass fails exactly when some table would alone); where it fails,
     each table alone, so the error names the file at fault."""
-    from ..storage import datasets
+    from .. import datasets
 
     if len(tables) > 1:
         try:

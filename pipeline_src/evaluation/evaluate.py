@@ -33,7 +33,7 @@ see :mod:`.accuracy_schema`. A model whose training diverged (see :mod:`pipeline
 is not decoded: its table has every row of the grid with ``n`` samples and no ``correct``,
 ``accuracy`` or interval (null), so figures name the cell and leave it out of the means.
 
-Decoding runs on the device of ``spec["device"]`` (see :mod:`pipeline_src.device`), in bf16
+Decoding runs on the device of ``spec["device"]`` (see :mod:`pipeline_src.devices.placement`), in bf16
 autocast on CUDA when ``spec["precision"]`` (the task's ``train.precision``) is ``bf16``; on the
 CPU always in fp32. Scoring and the written table use CPU tensors; the resolved device is recorded
 in the table's provenance.
@@ -50,10 +50,10 @@ import numpy as np
 import polars as pl
 import torch
 
-from ..device import describe_device, inference_autocast, resolve_device
+from .. import datasets
+from ..devices.placement import describe_device, inference_autocast, resolve_device
 from ..provenance.records import build_record
 from ..schemes import get_scheme
-from ..storage import datasets
 from ..storage.atomic import check_writable
 from ..tasks import get_task
 from ..training.batches import SequenceTable
@@ -228,7 +228,7 @@ def _pad(matrix: torch.Tensor, width: int) -> torch.Tensor:
 def check_cell(model, table: SequenceTable, rows: pl.Series, where: str) -> None:
     """Raise ValueError unless the prompts of ``table`` (a cell, or one group of :func:`equal_prompts`)
     share one length and no ID is beyond the model's
-    :attr:`~pipeline_src.model_config.ModelConfig.position_limit` (its learned table or position
+    :attr:`~pipeline_src.config.model_config.ModelConfig.position_limit` (its learned table or position
     head; never clamped). ``rows``: each sample's row in the file."""
     prompt_lengths = table.prompt_lengths.unique().tolist()
     if len(prompt_lengths) != 1:

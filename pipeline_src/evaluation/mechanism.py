@@ -38,9 +38,9 @@ import numpy as np
 import polars as pl
 import torch
 
-from ..device import inference_autocast
+from .. import datasets
+from ..devices.placement import inference_autocast
 from ..schemes import get_scheme
-from ..storage import datasets
 from ..tasks import get_task
 from ..tasks.dependency import Dependencies
 from ..training.batches import SequenceTable

@@ -107,6 +107,6 @@ def table_paths(out_dir) -> dict[str, Path]:
 def read(path, name: str, cell_columns: tuple[str, ...] = KEY_COLUMNS) -> pl.DataFrame:
     """Mechanism table ``name`` at ``path`` of a task keyed by ``cell_columns``: checked against its
     schema, unless it still has the bytes that passed that check when they were written."""
-    from ..storage import datasets
+    from .. import datasets
 
     return datasets.read(path, mechanism_schema(name, cell_columns), checked_when_written=True)

@@ -5,12 +5,12 @@ The figure job renders its description (a Jinja template, ``workflow/report/<fig
 "This run" block into ``<figure>.caption.rst`` beside the figure; ``snakemake --report`` bundles that
 file as the figure's caption. The description and the "This run" block read only the figure's
 record: its spec (``spec``) and what its inputs were made from (``made_with``,
-:func:`pipeline_src.storage.provenance.upstream_values`): seeds, sizes, steps, samples and code
+:func:`pipeline_src.provenance.sidecars.upstream_values`): seeds, sizes, steps, samples and code
 versions. A template names an upstream value as ``value("train", "model.d_model")`` (the rule, then
 the config field); a field whose value differs between the figure's runs lists every value and says
 so. A figure that shows one of the paper's findings also states its verdict, criterion and numbers
 after the description, judged from the figure's own spec and tables
-(:func:`pipeline_src.findings.verdicts.caption`).
+(:func:`pipeline_src.findings.judge.caption`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..provenance.sidecars import read_record
 from ..storage.atomic import write_text
-from ..storage.provenance import read_record
 
 CODE = """\
 Made by lengthgen {{ code.package_version }} at git commit ``{{ code.git_commit }}``{{ dirty(code.git_dirty) }}

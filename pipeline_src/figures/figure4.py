@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..language.influence_config import SCREENED_OUT, InfluenceConfig
+from ..config.influence_config import SCREENED_OUT, InfluenceConfig
 from ..language.influence_parts import read_whole
 from ..language.influence_summary import recovered_gain
-from ..storage.provenance import read_record
+from ..provenance.sidecars import read_record
 from .shared import grid_figure, save_figure, suptitle
 
 # The last panel's curves: the influential tokens, then the two null baselines.

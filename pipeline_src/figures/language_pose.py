@@ -22,10 +22,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
+from .. import datasets
 from ..language.influence_summary import tokens_needed
-from ..language.language_jobs import SHORT_POSE, SHORT_ROPE
 from ..language.schemas import LossByPositionSchema, TargetLossSchema
-from ..storage import datasets
+from ..planning.language_jobs import SHORT_POSE, SHORT_ROPE
 from .figure4 import read_influence
 from .shared import save_figure, suptitle
 

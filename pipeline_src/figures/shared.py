@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from ..provenance.records import build_record  # noqa: E402
-from ..storage.provenance import attach, upstream_values  # noqa: E402
+from ..provenance.sidecars import attach, upstream_values  # noqa: E402
 
 # Fixed metadata keeps PNG and PDF bytes identical across reruns (no timestamps, no versions).
 _METADATA = {".png": {"Software": None}, ".pdf": {"Creator": None, "Producer": None, "CreationDate": None}}

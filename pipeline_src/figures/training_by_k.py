@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 
-from ..storage.provenance import read_record
+from ..provenance.sidecars import read_record
 from .shared import grid_columns
 
 BINS = 100  # points per line: each pools the counts of 1/BINS of the run's steps

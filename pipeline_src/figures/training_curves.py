@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatterSciNotation
 
 from ..evaluation.accuracy_schema import read_accuracy
-from ..storage.provenance import read_record
+from ..provenance.sidecars import read_record
 from . import lines
 from .shared import diverged_cells, note_diverged, panel_grid, save_figure, suptitle
 from .training_by_k import by_k_canvas, draw_by_k, read_k_logs

@@ -168,8 +168,8 @@ def check_claim(claim: Claim) -> None:
     """What the schema cannot say: the figure, its task's variants and the schemes exist, each test has
     the sides it compares, and the lengths judged can be evaluated."""
     from ..planning.jobs import FIGURE_TASK
+    from ..planning.studies import all_figures
     from ..schemes import SCHEMES
-    from ..studies import all_figures
     from ..tasks import get_task
 
     def fault(field: str, why: str) -> ClaimError:

@@ -9,7 +9,7 @@ import re
 
 from .claim_file import Claim
 from .finding import Finding
-from .significance import CONTRADICTED, REPRODUCED
+from .verdicts import CONTRADICTED, REPRODUCED
 
 PLANNED = (r"about ([\d,]+) seeds per run", "~{} seeds"), (r"about ([\d,]+) analysed targets", "~{} targets")
 

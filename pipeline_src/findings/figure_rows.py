@@ -27,7 +27,7 @@ def language_rows(spec: dict, influence: list[Path]) -> pl.DataFrame:
     from the tables of some or all parts of one draw (:mod:`.summary_parts`: their own rows, and Figure
     4's numbers once every part is there), or from a run summary of such parts (a ``.csv``: its Figure 4
     rows, ``language.figure.from_summary``)."""
-    from ..language.influence_config import InfluenceConfig
+    from ..config.influence_config import InfluenceConfig
     from ..language.influence_parts import in_draw_order
     from ..language.influence_table import read_influence
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .significance import UNDECIDED
+from .verdicts import UNDECIDED
 
 COLUMNS = ("finding", "claim", "criterion", "numbers", "verdict")
 NO_RESULTS = "no results: "  # after "undecided: ", the verdict of a claim its runs give nothing to judge

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from . import claim_runs, significance
+from . import claim_runs, significance, verdicts
 from .claim_file import Claim
 from .claim_runs import Pair
 from .finding import Finding, undecided
@@ -62,7 +62,7 @@ def numbers(tests: list, missing: list[str]) -> str:
     return "; ".join(shown) + "." if shown else "nothing to compare."
 
 
-def judge(claim: Claim, spec: dict, rows: pl.DataFrame, sides: dict | None = None) -> Finding:
+def finding_over_seeds(claim: Claim, spec: dict, rows: pl.DataFrame, sides: dict | None = None) -> Finding:
     """``claim`` judged on the runs of the figure ``spec`` among the run-summary ``rows``; a claim whose
     sides name their config files, each side on its own config's runs (``sides``: its ``config`` -> a
     :class:`.across.SideRuns`, the figure spec of that config and the rows of its runs)."""
@@ -102,14 +102,14 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame, sides: dict | None = Non
         missing += tests.missing
     if claim.correction == "holm":
         made = significance.sharpened_all(made)
-        verdict = significance.verdict(made, missing)
+        verdict = verdicts.comparisons_verdict(made, missing)
     else:
         family: dict[str, list[significance.Comparison]] = {}
         for test in made:
             family.setdefault(f"{test.better} vs {test.worse}", []).append(test)
         family = significance.sharpened_across(family)
         made = [test for tests in family.values() for test in tests]
-        verdict = significance.verdict_across(family, missing)
+        verdict = verdicts.verdict_across(family, missing)
     shown = shown_beyond(claim, spec, runs) if claim.shown else ""
     return Finding(claim.name, text, criterion, prefix + numbers(made, missing) + shown, verdict, tuple(made))
 

@@ -15,15 +15,15 @@ import math
 
 import polars as pl
 
-from . import run_summary, significance, summary_parts
+from . import run_summary, significance, summary_parts, verdicts
 from .claim_file import Claim
 from .finding import Finding, undecided
 
-REPRODUCED, CONTRADICTED = significance.REPRODUCED, significance.CONTRADICTED
+REPRODUCED, CONTRADICTED = verdicts.REPRODUCED, verdicts.CONTRADICTED
 NO_PER_TARGET = "the summary holds no per-target fractions (made before F4')"
 
 
-def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
+def finding_over_targets(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     """``claim`` judged from Figure 4's spec ``spec`` and the run-summary ``rows``."""
     return (intervals if claim.compare[0].test == "intervals" else signed_rank)(claim, spec, rows)
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
-from . import claim_runs, significance
+from . import claim_runs, significance, verdicts
 from .claim_file import Claim
 from .claim_runs import TREND_GROUPS, Groups
 from .finding import Finding, undecided
@@ -21,7 +21,7 @@ from .fit_gate import FITS, k_train_not_learned
 from .monte_carlo import shown_p
 from .scope import scope
 from .seed_summary import TaskResults
-from .trend import Trend, jonckheere, page
+from .trend_tests import Trend, jonckheere, page
 
 CORRECTION = ("A comparison holds when its p at some judged length is at most {alpha:g} / (lengths judged); "
               "reproduced when every comparison holds; contradicted when some test's reverse p is at most "
@@ -30,7 +30,7 @@ GATE = (" Undecided too when some K_train's mean accuracy at the longest trainin
         "k_test <= K_train (not learned).")
 
 
-def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
+def finding_of_trends(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     """``claim`` judged on the runs of the figure ``spec`` among the run-summary ``rows``."""
     text = claim.claim(spec["task"])
     judged = scope(claim, spec, rows)
@@ -54,7 +54,7 @@ def judge(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     if unlearned:
         return Finding(claim.name, text, criterion, numbers,
                        undecided(f"not learned at the training length: {unlearned}"), tests)
-    return Finding(claim.name, text, criterion, numbers, verdict(family, missing), tests)
+    return Finding(claim.name, text, criterion, numbers, trends_verdict(family, missing), tests)
 
 
 def seeds_missing(runs: TaskResults, trained: list[tuple[int, str, str]], seeds: list[int]) -> str:
@@ -93,7 +93,7 @@ def comparisons(trends: list[Groups], runs: TaskResults,
     return family, missing
 
 
-def verdict(family: dict[str, list[Trend]], missing: list[str]) -> str:
+def trends_verdict(family: dict[str, list[Trend]], missing: list[str]) -> str:
     """Reproduced, contradicted or undecided, as :data:`CORRECTION` says."""
     if missing:
         return undecided(f"no results: {missing[0]}")
@@ -102,12 +102,12 @@ def verdict(family: dict[str, list[Trend]], missing: list[str]) -> str:
         return undecided("no results: no comparison has three groups")
     reverse = min(tests, key=lambda test: test.p_reverse)
     if reverse.p_reverse <= significance.ALPHA / len(tests):
-        return (f"{significance.CONTRADICTED}: {reverse.cell}: the reverse order, p = "
+        return (f"{verdicts.CONTRADICTED}: {reverse.cell}: the reverse order, p = "
                 f"{shown_p(reverse.p_reverse, reverse.draws[1])} <= {significance.ALPHA:g} / {len(tests)}")
     open_ = [name for name, trends in family.items()
              if min(test.p for test in trends) > significance.ALPHA / len(trends)]
     if not open_:
-        return significance.REPRODUCED
+        return verdicts.REPRODUCED
     best = {name: min(family[name], key=lambda test: test.p) for name in open_}
     shown = ", ".join(f"{name} (smallest p {test.p:.3g} at {test.cell.rsplit(' at ', 1)[1]})"
                       for name, test in best.items())

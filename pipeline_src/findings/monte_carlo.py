@@ -2,7 +2,7 @@
 
 scipy's ``permutation_test`` draws a p as (hits + 1) / (draws + 1) where the distinct permutations are too
 many to enumerate. Near the threshold a verdict compares it with, that draw's error could tip the verdict, so
-the tests that draw (:mod:`.significance`, :mod:`.trend`) draw again with four times the permutations while
+the tests that draw (:mod:`.significance`, :mod:`.trend_tests`) draw again with four times the permutations while
 the p's :data:`LEVEL` Clopper-Pearson interval holds a threshold (:func:`straddles`): the registered test,
 computed more precisely. A p drawn anew is shown with its error (:func:`shown_p`)."""
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from .claim_file import Claim
 from .deciding import group, with_error
-from .significance import ALPHA, CONTRADICTED, REPRODUCED, UNDECIDED
+from .significance import ALPHA
+from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,8 @@ def structure(claim: Claim, spec: dict) -> Structure:
 def structures(config: dict | None = None) -> dict[str, Structure]:
     """The shape of every shipped claim corrected by Holm over its comparisons between seeds (F1, F2 and F3),
     in the default config's figures (or ``config``'s): the findings whose power docs/findings.md tabulates."""
-    from ..config.load import load_config
-    from ..studies import study_of
+    from ..planning.load_config import load_config
+    from ..planning.studies import study_of
 
     config = load_config([]) if config is None else config
     claims = [claim for claim in load_claims() if claim.kind == "seeds" and claim.correction == "holm"]

@@ -92,7 +92,7 @@ def before(folder: Path, version: Version, made: Made) -> bool:
 
 def tables_made(tables: list[Path]) -> list[Made]:
     """Each table's seed (from its path, ``seed<N>``), modification time and code commit (its record)."""
-    from ..storage.provenance import read_record
+    from ..provenance.sidecars import read_record
 
     found = []
     for table in tables:

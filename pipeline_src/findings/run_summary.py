@@ -28,7 +28,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..language.language_jobs import LANGUAGE  # the task label of Figure 4's rows: the language study's name
+from ..planning.language_jobs import LANGUAGE  # the task label of Figure 4's rows: the language study's name
 
 SCHEMA = {"task": pl.String, "variant": pl.String, "scheme": pl.String, "seed": pl.Int64, "k": pl.Int32,
           "length": pl.Int32, "metric": pl.String, "value": pl.Float64}

@@ -1,5 +1,5 @@
-"""Whether a run is above another, decided by a test over seeds, and the verdict of a finding made
-of such comparisons.
+"""Whether a run is above another, decided by a test over seeds (the verdict of a finding made of
+such comparisons: :mod:`.verdicts`).
 
 A comparison puts the run a claim expects to be better against the one it expects to be worse,
 each as its per-seed values of one cell (a seed is one trained model: the unit of replication).
@@ -20,7 +20,7 @@ and the seeds per run a test at :data:`ALPHA` needs to detect the measured diffe
 :data:`POWER` at the measured spread (statsmodels' t-test power; never fewer than the permutation
 test's own floor, :func:`fewest_seeds`).
 
-A finding's verdict (:func:`verdict`) is ``reproduced`` when every comparison is significant in
+A finding's verdict (:func:`.verdicts.comparisons_verdict`) is ``reproduced`` when every comparison is significant in
 the claimed direction (an intersection-union test: each at :data:`ALPHA`, no correction),
 ``contradicted`` when some comparison is significant the other way after Holm's correction over
 the finding's comparisons, and otherwise ``undecided: <why>``. :func:`.power.finding_power` estimates,
@@ -49,7 +49,6 @@ MOST_PERMUTATIONS = PERMUTATIONS * MORE ** ROUNDS  # ... and more while the p's 
 BATCH = 20_000  # drawn permutations scored at once (memory only)
 RNG_SEED = 0  # the Monte Carlo permutations' seed
 MOST_SEEDS = 1000  # the most seeds per run a plan considers
-REPRODUCED, CONTRADICTED, UNDECIDED = "reproduced", "contradicted", "undecided"
 
 
 def fewest_seeds(paired: bool, alpha: float = ALPHA) -> int:
@@ -196,14 +195,14 @@ def sharpened(test: Comparison, threshold: float, reverse_threshold: float) -> C
 
 
 def sharpened_all(comparisons: list[Comparison]) -> list[Comparison]:
-    """``comparisons`` :func:`sharpened` against the levels :func:`verdict` judges them at: each p at
-    :data:`ALPHA`, each reverse p at Holm's first step, ALPHA / m."""
+    """``comparisons`` :func:`sharpened` against the levels :func:`.verdicts.comparisons_verdict` judges
+    them at: each p at :data:`ALPHA`, each reverse p at Holm's first step, ALPHA / m."""
     return [sharpened(test, ALPHA, ALPHA / len(comparisons)) for test in comparisons]
 
 
 def sharpened_across(family: dict[str, list[Comparison]]) -> dict[str, list[Comparison]]:
-    """``family`` :func:`sharpened` against the levels :func:`verdict_across` judges it at: a comparison's
-    p at ALPHA / (its cells), each reverse p at ALPHA / (every test of the family)."""
+    """``family`` :func:`sharpened` against the levels :func:`.verdicts.verdict_across` judges it at: a
+    comparison's p at ALPHA / (its cells), each reverse p at ALPHA / (every test of the family)."""
     tests = sum(len(cells) for cells in family.values())
     return {name: [sharpened(test, ALPHA / len(cells), ALPHA / tests) for test in cells]
             for name, cells in family.items()}
@@ -260,86 +259,6 @@ def seeds_needed(a: np.ndarray, b: np.ndarray, paired: bool, alpha: float = ALPH
         if len(reached):
             return int(seeds[reached[0]])
     return None
-
-
-def contradicting(comparisons: list[Comparison]) -> Comparison | None:
-    """The comparison significant the other way after Holm's correction over ``comparisons``, the
-    most significant where several are (None: none is). Holm's step-down rejects some hypothesis
-    exactly when its first step does: the smallest p at most :data:`ALPHA` / m for m comparisons
-    (``tests/test_significance.py`` holds this equal to statsmodels' ``multipletests``)."""
-    if not comparisons:
-        return None
-    first = min(comparisons, key=lambda c: c.p_reverse)
-    return first if first.p_reverse <= ALPHA / len(comparisons) else None
-
-
-def contradicted_or_missing(comparisons: list[Comparison], missing: list[str] = ()) -> str | None:
-    """The verdict that needs no look at the claimed direction: contradicted (Holm over
-    ``comparisons``), no results (``missing``), nothing to compare; None otherwise."""
-    against = contradicting(comparisons)
-    if against is not None:
-        return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
-    if missing:
-        return f"{UNDECIDED}: no results for {missing[0]}"
-    if not comparisons:
-        return f"{UNDECIDED}: nothing to compare"
-    return None
-
-
-def verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
-    """A finding's verdict from its comparisons (``missing``: those that could not be made, each
-    saying why)."""
-    settled = contradicted_or_missing(comparisons, missing)
-    if settled:
-        return settled
-    open_ = [c for c in comparisons if not c.significant]
-    if not open_:
-        return REPRODUCED
-    reversed_ = [c for c in open_ if c.difference < 0]
-    if reversed_:  # the way to a decision is a contradiction: Holm's first step, at ALPHA / m
-        c = max(reversed_, key=lambda c: -c.difference)
-        n = seeds_needed(np.asarray(c.b), np.asarray(c.a), c.paired, ALPHA / len(comparisons))
-        plan = f"; about {n} seeds per run would show it significant" if n else ""
-        return f"{UNDECIDED}: {c.better} below {c.worse} at {c.cell}, not significantly{plan}"
-    unplanned = [c for c in open_ if c.needed is None]
-    if unplanned:
-        c = unplanned[0]
-        return f"{UNDECIDED}: {c.better} vs {c.worse} at {c.cell}: {c.why_no_plan()}"
-    now, c = max(max(len(c.a), len(c.b)) for c in open_), max(open_, key=lambda c: c.needed)  # the one needing most
-    named = f"{c.better} vs {c.worse} at {c.cell}: p = {c.p:.3g}"
-    if c.needed > now:
-        return (f"{UNDECIDED}: {named}; about {c.needed} seeds per run would decide at the spread of the {now} seeds "
-                "per run judged here")
-    return (f"{UNDECIDED}: {named}, not significant with {now} seeds per run, though the measured spread plans "
-            f"{c.needed}: more seeds would decide")
-
-
-def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ()) -> str:
-    """The verdict of a finding whose every comparison (``family``: its name -> its tests, one per
-    judged cell, e.g. per length) holds where it holds at some cell: its smallest p at most
-    :data:`ALPHA` / m over its m cells (Holm's first step over the cells, all that "at some cell"
-    needs). ``reproduced`` when every comparison holds; ``contradicted`` when some test is
-    significant the other way after Holm's correction over every test of the family; else
-    ``undecided`` with the comparison that does not hold and needs the most seeds to hold at its best cell
-    at the measured spread (every open one would then hold), or the first that no number of seeds would
-    make hold, and why."""
-    settled = contradicted_or_missing([test for tests in family.values() for test in tests], missing)
-    if settled:
-        return settled
-    open_ = []
-    for tests in family.values():
-        best, level = min(tests, key=lambda c: c.p), ALPHA / len(tests)
-        if best.p > level:
-            open_.append((best, len(tests), seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)))
-    if not open_:
-        return REPRODUCED
-    unplanned = [item for item in open_ if item[2] is None]
-    best, cells, needed = unplanned[0] if unplanned else max(open_, key=lambda item: item[2])
-    seeds = max(len(best.a), len(best.b))
-    plan = (f"; about {needed} seeds per run would decide at the spread of the {seeds} seeds per run judged here"
-            if needed else f"; no number of seeds decides at the measured spread: {best.why_no_plan()}")
-    return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
-            f"{ALPHA:g} / {cells}{plan}")
 
 
 # --- F4': one paired comparison over targets (a Wilcoxon signed-rank test) ---

@@ -20,7 +20,7 @@ import polars as pl
 from . import judge_targets, run_summary, significance
 from .claim_file import Claim
 from .finding import FRAGILE
-from .significance import CONTRADICTED, REPRODUCED
+from .verdicts import CONTRADICTED, REPRODUCED
 
 TARGET_RESAMPLES = 200  # bootstrap resamples of the gaining targets a verdict over targets is judged again on
 TARGET_SEED = 0  # their random generator's seed

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..language.influence_config import SCREENED_OUT
+from ..config.influence_config import SCREENED_OUT
 from ..language.influence_parts import parts_text
-from ..language.language_jobs import LANGUAGE
+from ..planning.language_jobs import LANGUAGE
 from . import run_summary
 
 PART_FIELDS = ("of", "draw", "first_target", "targets", "screened_out")

@@ -1,144 +1,94 @@
-"""The claims (:mod:`.claim_file`: the paper's findings and a user's own, each a file) judged from the
-figure each is drawn in: the figure's spec and the run-summary rows of the tables it is drawn from
-(:mod:`.run_summary`). Each figure's caption states the claims drawn in it (:func:`caption`); ``lengthgen
-findings`` judges them all (:mod:`pipeline_src.runs.run_findings`; docs/findings.md, docs/claims.md).
-
-A claim over seeds compares runs (:mod:`.judge_seeds`) or tests trends (:mod:`.judge_trends`); a claim over
-targets (Figure 4's) compares bootstrap intervals or tests per-target pairs (:mod:`.judge_targets`). A
-claim is ``reproduced``, ``contradicted`` or ``undecided`` with the reason: the seeds per run that would
-decide at the measured spread, a difference the wrong way round, nothing learned at the training length,
-or a run with no results.
+"""The verdicts of a finding (``reproduced``, ``contradicted``, ``undecided: <why>``) and the rule that
+gives one from the finding's comparisons over seeds, each a test of :mod:`.significance`
+(:func:`comparisons_verdict`; :func:`verdict_across` for comparisons that hold at some judged cell).
+:func:`.judge.judge` judges every claim; the trends and targets claims word their verdicts with
+these words by their own rules (:mod:`.judge_trends`, :mod:`.judge_targets`).
 """
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import replace
-from pathlib import Path
+import numpy as np
 
-import polars as pl
+from .significance import ALPHA, Comparison, seeds_needed
 
-from . import claim_runs, judge_seeds, judge_targets, judge_trends, significance
-from .across import Across
-from .claim_file import Claim
-from .deciding import deciding
-from .figure_rows import figure_rows
-from .finding import (
-    COLUMNS,
-    NO_RESULTS,
-    NOT_CONFIGURED_CRITERION,
-    POST_HOC_NOTE,
-    READING_NOTE,
-    Finding,
-    not_judged,
-    part_rows,
-    rehearsed,
-)
-from .part_verdicts import part_verdicts
-from .stability import FRAGILE_NOTE, weighed
-
-REPRODUCED, CONTRADICTED, UNDECIDED = significance.REPRODUCED, significance.CONTRADICTED, significance.UNDECIDED
-ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "
-                  "(RESULTS and --also DIR, docs/claims.md)")
-JUDGES = {"seeds": judge_seeds.judge, "trends": judge_trends.judge, "targets": judge_targets.judge}
+REPRODUCED, CONTRADICTED, UNDECIDED = "reproduced", "contradicted", "undecided"
 
 
-def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", across: Across | None = None,
-          weigh: bool = True) -> Finding:
-    """``claim`` judged from the spec ``spec`` of its figure (None: the config does not draw it; ``task``
-    the task it would show) and run-summary ``rows``; a claim whose sides are runs of different configs
-    from each side's own runs (``across``), where the results given hold them. With ``weigh``, a decided
-    verdict is weighed (:mod:`.stability`: the claim judged once per seed more, or on resamples of its targets)."""
-    task = spec.get("task", task) if spec is not None else task
-    if claim.across:
-        if across is None or not across.sides:
-            return not_judged(claim.name, claim.claim(task), across.why if across else ACROSS_CONFIGS)
-        first = across.sides[claim.compare[0].better.config]
-        row = judge_seeds.judge(claim, first.spec, first.rows, across.sides)
-        return replace(row, numbers=f"{across.read_from()} {row.numbers}", deciding=deciding(row, claim))
-    if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
-        return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
-    row = JUDGES[claim.kind](claim, spec, rows)
-    return replace(row, deciding=deciding(row, claim), parts=part_verdicts(claim, row.comparisons),
-                   stability=weighed(claim, spec, rows, row.word, JUDGES[claim.kind]) if weigh else None)
+def contradicting(comparisons: list[Comparison]) -> Comparison | None:
+    """The comparison significant the other way after Holm's correction over ``comparisons``, the
+    most significant where several are (None: none is). Holm's step-down rejects some hypothesis
+    exactly when its first step does: the smallest p at most :data:`.significance.ALPHA` / m for m comparisons
+    (``tests/test_significance.py`` holds this equal to statsmodels' ``multipletests``)."""
+    if not comparisons:
+        return None
+    first = min(comparisons, key=lambda c: c.p_reverse)
+    return first if first.p_reverse <= ALPHA / len(comparisons) else None
 
 
-def caption(figure: str, spec: dict, inputs: list[Path], claims: list[Claim], rehearsal: bool = False) -> str:
-    """The paragraphs of ``figure``'s caption stating each of ``claims`` drawn in it, judged from the
-    figure's spec and the tables it is drawn from (``inputs``), then in one line those these runs give no
-    results for (fresh seeds the config does not train, say), with why; "" for a figure that shows no claim.
-    A ``rehearsal`` (runs that rehearse the code path) labels each verdict so."""
-    mine = [claim for claim in claims if claim.figure == figure]
-    if not mine:
-        return ""
-    rows = figure_rows(spec, inputs)
-    found = [judge(claim, spec, rows) for claim in mine]
-    found = [rehearsed(row) for row in found] if rehearsal else found
-    missing = [row for row in found if NO_RESULTS in row.verdict]
-    stated = [f"**{row.finding}: {row.verdict}** (the claim: {row.claim}), judged from this figure's tables. "
-              + by_part(row) + (f"It {row.stability.sentence()}. " if row.stability is not None else "")
-              + f"Criterion: {row.criterion} Compared: {row.numbers.rstrip('.')}."
-              for row in found if row not in missing]
+def contradicted_or_missing(comparisons: list[Comparison], missing: list[str] = ()) -> str | None:
+    """The verdict that needs no look at the claimed direction: contradicted (Holm over
+    ``comparisons``), no results (``missing``), nothing to compare; None otherwise."""
+    against = contradicting(comparisons)
+    if against is not None:
+        return f"{CONTRADICTED}: {against.better} below {against.worse} at {against.cell}"
     if missing:
-        stated.append("No results here for " + "; ".join(f"{row.finding}: {row.verdict.split(NO_RESULTS, 1)[1]}"
-                                                        for row in missing) + ".")
-    return " ".join(stated)
+        return f"{UNDECIDED}: no results for {missing[0]}"
+    if not comparisons:
+        return f"{UNDECIDED}: nothing to compare"
+    return None
 
 
-def by_part(row: Finding) -> str:
-    """``By part: (a): reproduced (p <= 3.5e-07); (b) ‡: contradicted (p = 0.0011) (‡ ...). `` ("" for a
-    claim of one part)."""
-    if not row.parts:
-        return ""
-    shown = "; ".join(f"{name.removeprefix(row.finding + ' ')}: {cell}" for name, cell in part_rows(row))
-    note = f" ({READING_NOTE})" if any(part.stated == "reconstruction" for part in row.parts) else ""
-    return f"By part: {shown}{note}. "
+def comparisons_verdict(comparisons: list[Comparison], missing: list[str] = ()) -> str:
+    """A finding's verdict from its comparisons (``missing``: those that could not be made, each
+    saying why)."""
+    settled = contradicted_or_missing(comparisons, missing)
+    if settled:
+        return settled
+    open_ = [c for c in comparisons if not c.significant]
+    if not open_:
+        return REPRODUCED
+    reversed_ = [c for c in open_ if c.difference < 0]
+    if reversed_:  # the way to a decision is a contradiction: Holm's first step, at ALPHA / m
+        c = max(reversed_, key=lambda c: -c.difference)
+        n = seeds_needed(np.asarray(c.b), np.asarray(c.a), c.paired, ALPHA / len(comparisons))
+        plan = f"; about {n} seeds per run would show it significant" if n else ""
+        return f"{UNDECIDED}: {c.better} below {c.worse} at {c.cell}, not significantly{plan}"
+    unplanned = [c for c in open_ if c.needed is None]
+    if unplanned:
+        c = unplanned[0]
+        return f"{UNDECIDED}: {c.better} vs {c.worse} at {c.cell}: {c.why_no_plan()}"
+    now, c = max(max(len(c.a), len(c.b)) for c in open_), max(open_, key=lambda c: c.needed)  # the one needing most
+    named = f"{c.better} vs {c.worse} at {c.cell}: p = {c.p:.3g}"
+    if c.needed > now:
+        return (f"{UNDECIDED}: {named}; about {c.needed} seeds per run would decide at the spread of the {now} seeds "
+                "per run judged here")
+    return (f"{UNDECIDED}: {named}, not significant with {now} seeds per run, though the measured spread plans "
+            f"{c.needed}: more seeds would decide")
 
 
-def as_markdown(rows: list[Finding], columns: tuple[str, ...] = COLUMNS) -> str:
-    """The findings as a Markdown table of ``columns``, one row per finding (no trailing newline)."""
-    from .tables import markdown
-
-    frame = pl.DataFrame([[getattr(row, column) for column in columns] for row in rows], schema=list(columns),
-                         orient="row")
-    return markdown(frame)
-
-
-def as_text(rows: list[Finding], width: int = 100) -> str:
-    """The findings for a terminal: per finding its verdict, whether its claim predates its results,
-    then claim, criterion and numbers (each comparison on a line of its own), wrapped."""
-    lines = []
-    for row in rows:
-        lines.append(f"{row.finding}: {row.verdict}")
-        for name, cell in part_rows(row):
-            lines.append(f"  {'part':<10} {name.removeprefix(row.finding + ' ')}: {cell}")
-        if row.stability is not None:
-            lines.append(f"  {'stability':<10} {row.stability.sentence()}")
-        if row.written:  # one line, unwrapped
-            lines.append(f"  {'written':<10} {row.written}")
-        for label in COLUMNS[1:3]:
-            lines += textwrap.wrap(getattr(row, label), width, initial_indent=f"  {label:<10} ",
-                                   subsequent_indent=" " * 13)
-        for i, part in enumerate(row.numbers.split("; ")):
-            lines += textwrap.wrap(part, width, initial_indent=f"  {'numbers' if i == 0 else '':<10} ",
-                                   subsequent_indent=" " * 15)
-    return "\n".join(lines)
-
-
-def as_rst(rows: list[Finding]) -> list[str]:
-    """The findings as reStructuredText lines for the report's landing page: the README's table for this
-    run (each finding's verdict and the number that decided it), then per finding its verdict and claim,
-    and each comparison (or the numbers compared) as a bullet."""
-    lines = [".. list-table::", "   :header-rows: 1", "", "   * - finding", "     - this run"]
-    for row in rows:
-        shown = "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
-        lines += [f"   * - {row.finding}", f"     - {shown}"]
-        for name, cell in part_rows(row):
-            lines += [f"   * - {name}", f"     - {cell}"]
-    lines += [""] + ([POST_HOC_NOTE, ""] if any(row.post_hoc for row in rows) else [])
-    lines += [READING_NOTE, ""] if any(part.stated == "reconstruction" for row in rows for part in row.parts) else []
-    lines += [FRAGILE_NOTE, ""] if any(row.stability is not None and row.stability.fragile for row in rows) else []
-    for row in rows:
-        lines += [f"- **{row.finding}: {row.verdict}** (the claim: {row.claim})", ""]
-        lines += [f"  - {part.rstrip('.')}" for part in row.numbers.split("; ")] + [""]
-    return lines
+def verdict_across(family: dict[str, list[Comparison]], missing: list[str] = ()) -> str:
+    """The verdict of a finding whose every comparison (``family``: its name -> its tests, one per
+    judged cell, e.g. per length) holds where it holds at some cell: its smallest p at most
+    :data:`.significance.ALPHA` / m over its m cells (Holm's first step over the cells, all that "at some cell"
+    needs). ``reproduced`` when every comparison holds; ``contradicted`` when some test is
+    significant the other way after Holm's correction over every test of the family; else
+    ``undecided`` with the comparison that does not hold and needs the most seeds to hold at its best cell
+    at the measured spread (every open one would then hold), or the first that no number of seeds would
+    make hold, and why."""
+    settled = contradicted_or_missing([test for tests in family.values() for test in tests], missing)
+    if settled:
+        return settled
+    open_ = []
+    for tests in family.values():
+        best, level = min(tests, key=lambda c: c.p), ALPHA / len(tests)
+        if best.p > level:
+            open_.append((best, len(tests), seeds_needed(np.asarray(best.a), np.asarray(best.b), best.paired, level)))
+    if not open_:
+        return REPRODUCED
+    unplanned = [item for item in open_ if item[2] is None]
+    best, cells, needed = unplanned[0] if unplanned else max(open_, key=lambda item: item[2])
+    seeds = max(len(best.a), len(best.b))
+    plan = (f"; about {needed} seeds per run would decide at the spread of the {seeds} seeds per run judged here"
+            if needed else f"; no number of seeds decides at the measured spread: {best.why_no_plan()}")
+    return (f"{UNDECIDED}: {best.better} vs {best.worse}: smallest p {best.p:.3g} (at {best.cell}), above "
+            f"{ALPHA:g} / {cells}{plan}")

@@ -8,10 +8,10 @@
   causal LM (optional ``transformers``, the ``hf`` extra).
 
 The language models themselves are trained by :func:`pipeline_src.training.train.train` (task
-``language``). Specs come from :mod:`pipeline_src.language.language_jobs`.
+``language``). Specs come from :mod:`pipeline_src.planning.language_jobs`.
 
 The evaluation and the analysis run on the device of ``spec["device"]`` (see
-:mod:`pipeline_src.device`) in fp32 (the losses are the measured quantity: no autocast); the
+:mod:`pipeline_src.devices.placement`) in fp32 (the losses are the measured quantity: no autocast); the
 targets are drawn on the CPU, so they are the same on every device, and the resolved device is
 recorded in the tables' provenance.
 """
@@ -26,14 +26,15 @@ import numpy as np
 import polars as pl
 import torch
 
-from ..device import describe_device, resolve_device
+from .. import datasets
+from ..config.influence_config import InfluenceConfig, part_span
+from ..devices.placement import describe_device, resolve_device
+from ..planning.language_inputs import gguf_file, is_gguf
 from ..provenance.records import build_record
-from ..storage import datasets
 from ..storage.atomic import check_writable
 from ..training.checkpoints import load_model
 from . import lm, pretrained
 from .influence import influential_tokens
-from .influence_config import InfluenceConfig, part_span
 from .influence_table import influence_schema, screening
 from .logits import decoder_logits_fn, hf_logits_fn, last_token_losses
 from .schemas import LossByPositionSchema, TargetLossSchema
@@ -113,7 +114,7 @@ def evaluate_model(spec: dict, model_dir: Path, tokens: Path, positions_out: Pat
 def load_hf_model(folder: Path):
     """A local Hugging Face causal LM folder (config.json + weights), or a GGUF model (a file, or a
     shipped name: :mod:`.pretrained`), in eval mode, no network."""
-    if pretrained.is_gguf(folder):
+    if is_gguf(folder):
         return pretrained.load_model(folder)
     try:
         from transformers import AutoModelForCausalLM
@@ -128,8 +129,8 @@ def load_hf_model(folder: Path):
 def hf_files(folder: Path) -> dict[str, Path]:
     """The files of a Hugging Face model folder (its config and weights, sorted) or of a GGUF model,
     by role, for the analysis's provenance."""
-    if pretrained.is_gguf(folder):
-        return {"gguf": pretrained.gguf_file(folder)}
+    if is_gguf(folder):
+        return {"gguf": gguf_file(folder)}
     return {"hf_config": Path(folder) / "config.json",
             **{f"hf_weights{i}": path for i, path in enumerate(hf_weight_files(folder))}}
 

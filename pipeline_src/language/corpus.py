@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from ..planning.language_inputs import CorpusError, c4_shards, files_ending
 from ..storage.canonical import sha256_file
 
 SOURCES = ("c4", "jsonl", "parquet", "txt", "default")
@@ -50,10 +51,6 @@ DEFAULT_SHA256 = {
     DEFAULT_WIKI: "a53f4648dec40467ebdcbc7a1307eddb51fe6e28e9309f6ebde81ba0d04bea2d",
     DEFAULT_LEE: "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb",
 }
-
-
-class CorpusError(ValueError):
-    """A corpus that cannot be read: missing files, malformed lines, wrong columns."""
 
 
 @dataclass(frozen=True)
@@ -92,16 +89,16 @@ def load_corpus(source: str, path: str | Path | None = None, max_docs: int | Non
             files = c4_shards(path, c4_split)
             reader = _jsonl_documents
         elif source == "jsonl":
-            files = _files(path, (".jsonl", ".jsonl.gz"))
+            files = files_ending(path, (".jsonl", ".jsonl.gz"))
             reader = _jsonl_documents
         elif source == "parquet":
-            files = _files(path, (".parquet",))
+            files = files_ending(path, (".parquet",))
             reader = _parquet_documents
         else:
             if txt_unit not in ("paragraph", "file"):
                 raise CorpusError(f"txt_unit must be 'paragraph' or 'file', got {txt_unit!r}")
             options["txt_unit"] = txt_unit
-            files = _files(path, (".txt",))
+            files = files_ending(path, (".txt",))
             reader = _txt_paragraphs if txt_unit == "paragraph" else _txt_file
 
     documents: list[str] = []
@@ -118,42 +115,6 @@ def load_corpus(source: str, path: str | Path | None = None, max_docs: int | Non
     if not documents:
         raise CorpusError(f"corpus {source!r} ({path}): no documents in {[str(f) for f in files]}")
     return Corpus(source, documents, used, options)
-
-
-def source_files(source: str, path: str | Path, c4_split: str = "train") -> list[Path]:
-    """Every file a ``c4``/``jsonl``/``parquet``/``txt`` source at ``path`` would read, in reading
-    order, without reading them (``max_docs`` may stop earlier): a workflow's input list."""
-    suffixes = {"jsonl": (".jsonl", ".jsonl.gz"), "parquet": (".parquet",), "txt": (".txt",)}
-    if source == "c4":
-        return c4_shards(path, c4_split)
-    if source not in suffixes:
-        raise CorpusError(f"source {source!r} has no files of its own; file sources: c4, {', '.join(suffixes)}")
-    return _files(path, suffixes[source])
-
-
-def c4_shards(folder: str | Path, split: str = "train") -> list[Path]:
-    """The shards of one official c4 split in ``folder``, in sorted name order."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise CorpusError(f"{folder}: not a folder of c4 shards")
-    pattern = re.compile(rf"c4-{split}\.\d{{5}}-of-\d{{5}}\.json\.gz")
-    shards = sorted(p for p in folder.iterdir() if p.is_file() and pattern.fullmatch(p.name))
-    if not shards:
-        raise CorpusError(f"{folder}: no c4 shards named c4-{split}.NNNNN-of-NNNNN.json.gz")
-    return shards
-
-
-def _files(path: str | Path, suffixes: tuple[str, ...]) -> list[Path]:
-    """``path`` itself if it is a file, else the files in it ending in one of ``suffixes``, sorted."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise CorpusError(f"{path}: no such file or folder")
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(suffixes))
-    if not files:
-        raise CorpusError(f"{path}: no files ending in {' or '.join(suffixes)}")
-    return files
 
 
 def _open_text(path: Path):

@@ -76,7 +76,7 @@ import polars as pl
 import torch
 from torch import nn
 
-from .influence_config import InfluenceConfig, InfluenceError
+from ..config.influence_config import InfluenceConfig, InfluenceError
 from .influence_progress import ProgressFn, Reports, print_progress
 from .influence_table import KEY_TOKEN_GAIN, KEY_TOKEN_LONG_LOSS, PER_K
 from .logits import LogitsFn, as_logits_fn, last_token_divergences, last_token_log_probs, last_token_losses

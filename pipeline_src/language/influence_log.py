@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .influence_config import InfluenceConfig
+from ..config.influence_config import InfluenceConfig
 
 LINE = re.compile(r"^influential tokens(?: \(part [^)]*\))?: (\d+)/(\d+) after (\d+) s(?:; (.*))?$")
 SCREENED = re.compile(r"screened (\d+) drawn targets: (\d+) \(")

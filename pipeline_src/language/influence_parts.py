@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .influence_config import InfluenceConfig, InfluenceError
+from ..config.influence_config import InfluenceConfig, InfluenceError
 
 PART = "part"  # the record's key: {index, of, first_target, stop_target, drawn} (pipeline_src/language/analysis.py)
 
@@ -16,7 +16,7 @@ PART = "part"  # the record's key: {index, of, first_target, stop_target, drawn}
 def part_of(path: Path) -> dict | None:
     """The part of the draw the influence table ``path`` holds (its record's ``part``), or None: the
     whole draw (or a table without a record)."""
-    from ..storage.provenance import read_record
+    from ..provenance.sidecars import read_record
 
     try:
         return read_record(path).get(PART)

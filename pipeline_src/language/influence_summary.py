@@ -13,7 +13,7 @@ them: editing a statistic redraws the figures and reruns no language model.
 import numpy as np
 import polars as pl
 
-from .influence_config import SCREENED_OUT, InfluenceError
+from ..config.influence_config import SCREENED_OUT, InfluenceError
 
 LOSS_COLUMNS = ("sparse_loss", "random_loss", "other_loss")  # the selection and its two null baselines
 

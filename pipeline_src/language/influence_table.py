@@ -14,7 +14,7 @@ from pathlib import Path
 import pandera.polars as pa
 import polars as pl
 
-from .influence_config import SCREENED_OUT, InfluenceConfig
+from ..config.influence_config import SCREENED_OUT, InfluenceConfig
 
 KEY_TOKEN_GAIN = 2.0  # Fang et al. 2024: L_short - L_long > 2 ...
 KEY_TOKEN_LONG_LOSS = 2.0  # ... and L_long < 2
@@ -123,7 +123,7 @@ def influence_schema(cfg: InfluenceConfig, screened: bool | None = None) -> type
 def read_influence(path: Path, cfg: InfluenceConfig) -> pl.DataFrame:
     """The influence table at ``path`` (a screened analysis's or not, as its columns say), checked
     against its schema for the context, far range and k_max of ``cfg``."""
-    from ..storage import datasets
+    from .. import datasets
 
     frame = datasets.load(path)
     return datasets.validate(frame, influence_schema(cfg, screened=SCREENED_OUT in frame.columns), path)

@@ -44,7 +44,7 @@ class LanguageSource(lm.WindowSource):
 
 
 def train_language_model(spec: dict, tokens: Path, tokenizer: Path, out_dir: Path, **options) -> dict:
-    """Train the language model of ``spec`` (:func:`pipeline_src.language.language_jobs.train_spec`) on the
+    """Train the language model of ``spec`` (:func:`pipeline_src.planning.language_jobs.train_spec`) on the
     token stream ``tokens`` with its ``tokenizer`` (which sets the vocabulary size); write model,
     logs and summary into ``out_dir``. ``options`` as for :func:`pipeline_src.training.train.run`."""
     from ..training.train import run

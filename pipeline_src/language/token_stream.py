@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..provenance.records import build_record
-from ..storage.provenance import sidecar_path, write_sidecar
+from ..provenance.sidecars import sidecar_path, write_sidecar
 from .corpus import TRAIN, corpus_provenance, load_corpus, select, split_documents
 from .tokenizer import encode_documents, load_tokenizer, save_tokenizer, train_tokenizer, write_tokens
 
@@ -55,8 +55,8 @@ def build_corpus(spec: dict, tokenizer_out: Path, tokens_out: Path, *, rule: str
 def tokenizer_inputs(local: str | None) -> dict[str, str]:
     """The token stream's tokenizer file, by role, for its record: a tokenizer.json, or a GGUF
     model's file (a shipped name resolved); none for a tokenizer trained here."""
-    from .language_jobs import model_file
-    from .pretrained import is_gguf
+    from ..planning.language_inputs import is_gguf
+    from ..planning.language_jobs import model_file
 
     if not local:
         return {}

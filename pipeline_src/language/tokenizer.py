@@ -19,7 +19,7 @@ import pandera.polars as pa
 import polars as pl
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from ..storage import datasets
+from .. import datasets
 from ..storage.atomic import write_text
 from .corpus import HELDOUT, TRAIN
 
@@ -59,9 +59,10 @@ def save_tokenizer(tokenizer: Tokenizer, path: str | Path) -> None:
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """Load a local ``tokenizer.json`` (ours or any Hugging Face one that has ``<|endoftext|>``), or
     the tokenizer of a GGUF model (a file, or a shipped name: :mod:`.pretrained`)."""
+    from ..planning.language_inputs import is_gguf
     from . import pretrained
 
-    if pretrained.is_gguf(path):
+    if is_gguf(path):
         tokenizer = pretrained.load_tokenizer(path)
     elif not Path(path).is_file():
         raise TokenizerError(f"{path}: no such tokenizer file")

@@ -17,11 +17,11 @@ from __future__ import annotations
 import itertools
 import re
 
-from ..model_config import model_config
+from ..config.model_config import model_config
+from ..devices.setting import device_setting
 from ..schemes import get_scheme
 from ..schemes.scheme import check_below_target
 from ..tasks import TASKS, get_task
-from .devices import device_setting
 
 
 class TaskConfigError(ValueError):
@@ -159,7 +159,7 @@ def mechanism_tasks(config: dict) -> list[str]:
 
 def figure_spec(config: dict, figure: str) -> dict:
     """A task figure's spec: what it draws, and the evaluated lengths (and k_test) its caption's
-    finding is judged at (:mod:`pipeline_src.findings.verdicts`)."""
+    finding is judged at (:mod:`pipeline_src.findings.judge`)."""
     task = FIGURE_TASK[figure]
     section = config[task]
     train_lengths = list(get_task(task).train_lengths(section["data"]))
@@ -269,7 +269,7 @@ def _check_positions(config: dict, task: str, scheme: str, variant: str) -> None
 
 def check_position_limit(limit: int | None, eval_id: int, scheme: str) -> None:
     """The largest evaluation position ID ``eval_id`` below the model's ``limit``
-    (:attr:`~pipeline_src.model_config.ModelConfig.position_limit`; None: none); a ValueError naming
+    (:attr:`~pipeline_src.config.model_config.ModelConfig.position_limit`; None: none); a ValueError naming
     ``model.max_positions``."""
     if limit is not None and eval_id >= limit:
         raise ValueError(f"model.max_positions={limit} is too small for scheme {scheme}: its position IDs reach "

@@ -19,12 +19,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from ..storage.provenance import sidecar_path
+from ..provenance.sidecars import RESULTS, sidecar_path  # RESULTS: the folder every path here lies in
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
-RESULTS = "results"
-GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (pipeline_src/device.py)
+GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (devices/placement.py)
 FIGURE_FORMATS = ("png", "pdf")
 # The files of a trained model's folder, by their role in the train rule's output.
 TRAIN_FILES = {"model": "model.safetensors", "description": "model.json", "log_table": "train_log.parquet",

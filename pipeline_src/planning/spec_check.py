@@ -19,9 +19,9 @@ import contextlib
 import json
 from pathlib import Path
 
+from ..config.influence_config import InfluenceConfig, InfluenceError, part_span
+from ..config.model_config import ModelConfig, model_config
 from ..config.schema import ConfigSchemaError, check
-from ..language.influence_config import InfluenceConfig, InfluenceError, part_span
-from ..model_config import ModelConfig, model_config
 from ..tasks import get_task
 from . import jobs
 from . import spec_schemas as schemas
@@ -160,7 +160,7 @@ def _same_variant(task: str, variant: str, params: dict, data: str, model: str =
 
 def _made_with(path: Path | None) -> dict | None:
     """The spec ``path`` was made with, from its provenance record; None without one."""
-    from ..storage.provenance import read_record
+    from ..provenance.sidecars import read_record
 
     if path is None:
         return None

@@ -1,7 +1,7 @@
 """The JSON schema of each job's spec (the config subset a ``lengthgen`` step takes as ``--spec``),
 assembled from the parts of the config schema (:func:`pipeline_src.config.schema.part`): each spec
 field has the rule of the config field the spec builders take it from (:mod:`.jobs`,
-:mod:`pipeline_src.language.language_jobs`), so a step run by hand is checked by the rules the config
+:mod:`pipeline_src.planning.language_jobs`), so a step run by hand is checked by the rules the config
 check applies to the pipeline's jobs, unknown keys included. A spec holds resolved values where the
 config may say null (``positions.target_length``: the spec holds the length itself). Its required
 fields are those its step reads without a default (``device``: ``auto`` when absent). Torch-free.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 
 from ..config.schema import config_schema, part
-from ..language import language_jobs as lang
 from ..schemes import get_scheme
 from ..tasks import get_task
 from . import jobs
+from . import language_jobs as lang
 
 MODEL_JOB_DEFAULTS = ("device",)  # a model job runs with device auto when its spec names none
 
@@ -114,7 +114,7 @@ def eval_spec() -> dict:
 @functools.cache
 def figure_spec(figure: str) -> dict:
     """``lengthgen plot FIGURE``: :func:`.jobs.figure_spec` of a task's figure, or
-    :func:`~pipeline_src.language.language_jobs.figure_spec`. ``lengths`` and ``k_test`` are read by its
+    :func:`~pipeline_src.planning.language_jobs.figure_spec`. ``lengths`` and ``k_test`` are read by its
     caption's finding only."""
     if figure in lang.LANGUAGE_FIGURES:
         return language_figure_spec(figure)
@@ -149,7 +149,7 @@ def language_figure_spec(figure: str) -> dict:
 
 @functools.cache
 def corpus_spec() -> dict:
-    """``lengthgen corpus``: :func:`~pipeline_src.language.language_jobs.corpus_spec` (``c4_split`` and
+    """``lengthgen corpus``: :func:`~pipeline_src.planning.language_jobs.corpus_spec` (``c4_split`` and
     ``txt_unit`` for the sources that read them; the tokenizer's ``path`` or ``vocab_size``)."""
     corpus = part("language", "corpus")
     corpus["required"] = [name for name in corpus["required"] if name not in ("c4_split", "txt_unit")]
@@ -159,7 +159,7 @@ def corpus_spec() -> dict:
 
 @functools.cache
 def lm_train_spec() -> dict:
-    """``lengthgen lm-train``: :func:`~pipeline_src.language.language_jobs.train_spec`."""
+    """``lengthgen lm-train``: :func:`~pipeline_src.planning.language_jobs.train_spec`."""
     train = part("language", "train")
     for name in lang.UNUSED_TRAIN_FIELDS:
         del train["properties"][name]
@@ -180,7 +180,7 @@ def analysis(*names: str) -> dict:
 
 @functools.cache
 def lm_eval_spec() -> dict:
-    """``lengthgen lm-eval``: :func:`~pipeline_src.language.language_jobs.eval_spec`; its targets are
+    """``lengthgen lm-eval``: :func:`~pipeline_src.planning.language_jobs.eval_spec`; its targets are
     drawn as the influence analysis draws them (its defaults where absent)."""
     targets = {"context": part("language", "context"), "local": part("language", "local"),
                **analysis("n_targets", "seed", "leave_out")}
@@ -192,7 +192,7 @@ def lm_eval_spec() -> dict:
 
 @functools.cache
 def influence_spec() -> dict:
-    """``lengthgen influence``: :func:`~pipeline_src.language.language_jobs.influence_spec`; the
+    """``lengthgen influence``: :func:`~pipeline_src.planning.language_jobs.influence_spec`; the
     analysis's parameters take their defaults where absent. The config's ``analysis.screen`` enters
     as ``screen_gain``, the figure's gain threshold (absent: no screening); its ``analysis.parts``, as
     ``part`` ({index, of}) in each part's spec (absent: the whole draw)."""

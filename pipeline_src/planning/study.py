@@ -1,8 +1,8 @@
 """What the workflow, the report's landing page, the plot command, captions and ``lengthgen
 findings`` ask of a *study*: a family of figures with the jobs that make them. Two studies
 implement it: the synthetic tasks (:mod:`.task_study`, one figure per task of ``tasks``) and the
-natural-language analysis (:mod:`pipeline_src.language.language_study`, switched by ``language.enabled``);
-:mod:`pipeline_src.studies` lists them. Consumers loop over studies and ask them; none tests which
+natural-language analysis (:mod:`pipeline_src.planning.language_study`, switched by ``language.enabled``);
+:mod:`pipeline_src.planning.studies` lists them. Consumers loop over studies and ask them; none tests which
 study it holds.
 
 Every method is pure and cheap (the Snakefile calls them at parse time) and torch-free.

@@ -1,5 +1,4 @@
-"""Where each artifact came from: the provenance record written beside it (:mod:`.records`), the
-code digest of the job that made it (:mod:`.code_digest`) and the environment the workflow runs its
-jobs in (:mod:`.environment`). The sidecar files themselves are written and read by
-:mod:`pipeline_src.storage.provenance`; their check against the files is
-:mod:`pipeline_src.runs.verify`."""
+"""Where each artifact came from, all of it here: the record written beside it (:mod:`.records`),
+the sidecar files that hold it, written with the artifact, read back and traced upstream
+(:mod:`.sidecars`), the code digest of the job that made it (:mod:`.code_digest`) and a chain's
+check against the files as they are now (:mod:`.verify`)."""

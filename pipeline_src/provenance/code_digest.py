@@ -24,7 +24,7 @@ importing another task's module depends on both.
 Not part of any digest, deliberately: the modules that dispatch or record results without changing
 them (:func:`left_out` lists them). Each says so itself with a top-level ``IN_CODE_DIGEST = False``
 (:data:`MARKER`): the shared command-line options, paths, provenance records (written and read in
-:mod:`pipeline_src.storage.provenance`) and this module; a package's ``__init__.py`` says so for
+:mod:`pipeline_src.provenance.sidecars`) and this module; a package's ``__init__.py`` says so for
 every module of the package: the CLI (:mod:`pipeline_src.cli`), which only dispatches, and
 everything about runs (:mod:`pipeline_src.runs`: status, verification, findings over a results
 folder, benchmarks, ...). No list names them: a renamed or moved module keeps its word, and a new
@@ -61,18 +61,18 @@ STAGE_COMMANDS = {
 # it (a task's figure: its task's, which entry_modules adds); tests/test_code_digest.py holds these
 # equal to the language study's.
 DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
-_PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.verdicts",
+_PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.judge",
          "findings.claim_file", "findings.fit_gate", "evaluation.mechanism_schema")
 # The modules those functions import, and those they load by name (tests/test_code_digest.py holds
 # them equal).
 STAGE_ENTRIES = {
-    "data": ("tasks", "storage.datasets"),
-    "train": ("training.train", "training.checkpoints", "device"),
-    "evaluate": ("evaluation.evaluate", "training.checkpoints", "device"),
+    "data": ("tasks", "datasets"),
+    "train": ("training.train", "training.checkpoints", "devices.placement"),
+    "evaluate": ("evaluation.evaluate", "training.checkpoints", "devices.placement"),
     "figures": _PLOT,
     "language_data": ("language.corpus", "language.token_stream", "language.tokenizer"),
-    "language_train": ("language.lm_training", "training.train", "training.checkpoints", "device"),
-    "language_eval": ("language.analysis", "training.checkpoints", "device"),
+    "language_train": ("language.lm_training", "training.train", "training.checkpoints", "devices.placement"),
+    "language_eval": ("language.analysis", "training.checkpoints", "devices.placement"),
     "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings

@@ -2,7 +2,7 @@
 
 A record holds the rule, the exact config subset (canonical JSON and hash), the seeds, the SHA-256
 of every input file, the code version (git commit, dirty flag, package version, digest of the code
-the job ran: :mod:`.code_digest`) and library versions. :mod:`pipeline_src.storage.provenance`
+the job ran: :mod:`.code_digest`) and library versions. :mod:`pipeline_src.provenance.sidecars`
 writes it with the artifact and reads it back.
 
 This module imports nothing heavy: the Snakefile imports it (through :mod:`.landing`) at parse time.
@@ -18,8 +18,8 @@ from importlib import metadata
 from pathlib import Path
 
 from ..storage.canonical import canonical_json, config_hash, sha256_file
-from ..storage.provenance import RESTS_ON_ADOPTED, adopted_upstream
 from .code_digest import PACKAGE_DIR, stage_digest
+from .sidecars import RESTS_ON_ADOPTED, adopted_upstream
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import polars as pl
 
 from ..findings import run_summary
-from ..findings.across import Across, SideRuns
 from ..findings.claim_file import Claim, Side
 from ..findings.figure_rows import figure_rows
+from ..findings.side_runs import Across, SideRuns
 from ..planning import paths
 from .landing import difference_text, expected_values, value_differences, values_text
 
@@ -78,7 +78,7 @@ class Sources:
     def config(self, files: tuple, where: str) -> dict:
         """The config ``files`` give over config/config.yaml (an AcrossError naming ``where`` if none)."""
         from ..config.layers import ConfigError
-        from ..config.load import load_config
+        from ..planning.load_config import load_config
 
         if files not in self._configs:
             try:
@@ -90,8 +90,8 @@ class Sources:
     def made_with(self, source: Source, config: dict, figure: str) -> tuple[dict, list[Path]]:
         """What ``source``'s results of ``figure`` were made with (per rule upstream, each field's values)
         and, for a results folder, the tables of ``config``'s figure it holds."""
-        from ..storage.provenance import upstream_values
-        from ..studies import figure_inputs, study_of
+        from ..planning.studies import figure_inputs, study_of
+        from ..provenance.sidecars import upstream_values
 
         if source.configfiles is not None:
             made = self.config(source.configfiles, f"{source}'s config files")
@@ -114,7 +114,7 @@ class Sources:
 def always_given(config: dict, study, figure: str) -> dict[str, set[str]]:
     """Per rule upstream of ``figure``, the fields ``config`` gives every job of it (a scheme's own fields,
     which some of its jobs have, left out: a folder without that scheme's runs does not record them)."""
-    from ..storage.provenance import add_values
+    from ..provenance.sidecars import add_values
 
     found = {}
     for rule, specs in study.upstream_specs(config, figure).items():
@@ -153,7 +153,7 @@ def side_across(claim: Claim, field: str, side: Side, sources: Sources) -> tuple
     read from the one source made with its config (None: none was; then why, per source)."""
     from ..findings.claim_runs import described, side_runs
     from ..findings.preregistration import summary_made, tables_made
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     where = f"{claim.path}: field {field}.config"
     study = study_of(claim.figure)

@@ -1,11 +1,11 @@
-"""Files used as they are: ``lengthgen adopt FILE`` and what says which results rest on one.
+"""Files used as they are (``lengthgen adopt FILE``) and what says which results rest on one.
 
 A results file whose bytes no longer match its provenance sidecar (or that has none) is never used
 silently: the workflow stops before its first job, and every step stops on it. Adopting it records,
 in its sidecar, that it is used as it is now: by whom, when, its new SHA-256 and the one recorded
 before (``adopted``). The sidecar then holds the new digest, so the checks pass, and every artifact
 made from the file (and from those, on down to the figures) records it under ``rests_on_adopted``
-(:func:`pipeline_src.storage.provenance.adopted_upstream`). A step reading an adopted dataset
+(:func:`pipeline_src.provenance.sidecars.adopted_upstream`). A step reading an adopted dataset
 checks it against its schema, as it does a file made by hand. The figure captions, the report's
 landing page and ``lengthgen status`` name the adopted files a result rests on (:func:`note`).
 Making the file again (the workflow's ``--forcerun`` of it) writes a fresh sidecar without the mark.
@@ -18,10 +18,8 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
-import click
-
+from ..provenance.sidecars import ADOPTED, RESTS_ON_ADOPTED, read_record, sidecar_record, write_sidecar
 from ..storage.canonical import sha256_file
-from ..storage.provenance import ADOPTED, RESTS_ON_ADOPTED, read_record, sidecar_record, write_sidecar
 
 # What a file without any record (no sidecar, nothing embedded) is recorded as having been made by.
 UNKNOWN_ORIGIN = {"format": "lengthgen.provenance/1", "rule": "unknown", "config": {}, "config_hash": "unknown",
@@ -73,19 +71,3 @@ def file_note(path: str | Path) -> str:
         return note(sidecar_record(path) or {})
     except ValueError:
         return ""
-
-
-@click.command("adopt")
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--reason", default="", help="Why it is used as it is; recorded with the adoption.")
-def adopt_command(files: tuple[Path, ...], reason: str) -> None:
-    """Use FILES as they are now: record in each one's provenance sidecar that it was adopted (by
-    whom, when, its new SHA-256 and the one recorded before), so the workflow and every step accept
-    it. Everything made from it records that it rests on an adopted file, and the figure captions,
-    the report's landing page and `lengthgen status` say so. To make a file again instead, run the
-    command the workflow's error names (the run's own with --forcerun FILE)."""
-    for path in files:
-        adopted = adopt(path, reason)
-        before = adopted["recorded_sha256"]
-        click.echo(f"adopted {path} as it is (sha256 {adopted['sha256']}; "
-                   f"{'recorded before: ' + before if before else 'no record before'})", err=True)

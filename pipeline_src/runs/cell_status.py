@@ -25,7 +25,7 @@ failed; during a run, how far each training has got.
 The expected config subsets come from the same builders (:mod:`pipeline_src.planning.jobs`) and the code
 digests from the same :func:`stage_digest` calls as the workflow's ``params``, so the states follow
 Snakemake's rerun triggers (params, code, missing or updated inputs); the config is loaded as
-the Snakefile loads it (:func:`pipeline_src.config.load.load_config`). Files are not re-hashed here (that is
+the Snakefile loads it (:func:`pipeline_src.planning.load_config.load_config`). Files are not re-hashed here (that is
 ``lengthgen provenance --verify``): a file edited by hand keeps its recorded hashes.
 """
 
@@ -37,8 +37,8 @@ from pathlib import Path
 
 from ..planning import jobs, paths
 from ..planning.cell_jobs import Job, cell_jobs
+from ..provenance.sidecars import flat_fields, read_record
 from ..storage.canonical import config_hash
-from ..storage.provenance import flat_fields, read_record
 from ..tasks import get_task
 from ..training.progress_line import last_progress
 from .adoption import rests_on

@@ -1,10 +1,10 @@
 """Whether the tables ``lengthgen findings`` judges were made with the config it judges them by.
 
-Each finding is judged from its figure's tables (:func:`pipeline_src.studies.figure_inputs`) with the
+Each finding is judged from its figure's tables (:func:`pipeline_src.planning.studies.figure_inputs`) with the
 figure's spec, both taken from the config: tables made with another config are judged at the wrong
 lengths or k_test, or fail to read (an influence table of another context and k_max does not pass
 the schema this config gives). So before judging, each table's provenance chain (the config subset
-of every job upstream of it, :func:`pipeline_src.storage.provenance.upstream_values`) is compared
+of every job upstream of it, :func:`pipeline_src.provenance.sidecars.upstream_values`) is compared
 with the specs this config's jobs would run with, as the report's landing page compares a figure's
 (:func:`pipeline_src.runs.landing.value_differences`). The chain is read in the results folder
 judged (records name their inputs under ``results/``, relative to the run's working directory), so
@@ -34,7 +34,7 @@ from typing import Callable
 from ..config.layers import BASE_CONFIG, ConfigError
 from ..findings.claim_file import claims_of
 from ..planning import paths
-from ..storage.provenance import upstream_values
+from ..provenance.sidecars import upstream_values
 from .landing import difference_text, expected_values, figure_differences, value_differences
 
 
@@ -44,8 +44,8 @@ class ConfigMismatch(ValueError):
 
 def finding_tables(config: dict, results: Path) -> dict[str, list[Path]]:
     """The tables each figure of a claim that ``config`` draws reads under ``results`` (figure -> its
-    tables there, :func:`pipeline_src.studies.figure_inputs`; claims in order, each figure once)."""
-    from ..studies import figure_inputs, study_of
+    tables there, :func:`pipeline_src.planning.studies.figure_inputs`; claims in order, each figure once)."""
+    from ..planning.studies import figure_inputs, study_of
 
     figures = dict.fromkeys(claim.figure for claim in claims_of(config))
     return {figure: figure_inputs(config, figure, results) for figure in figures
@@ -57,7 +57,7 @@ def first_difference(config: dict, results: Path) -> tuple[dict[str, list[Path]]
     of them (findings in order, each figure's tables in order) that records a config value
     ``config`` does not give its job, with "table: made with rule field=value, the config says
     value" (None where every table matches or has no record)."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     tables = finding_tables(config, results)
     locate = paths.locate_under(results)
@@ -82,7 +82,7 @@ def shipped_layerings(folder: Path) -> list[tuple[Path, ...]]:
 def shipped_match(accepts: Callable[[dict], bool], given: tuple[Path, ...] | None = None) -> tuple[Path, ...] | None:
     """The first shipped layering (:func:`shipped_layerings` of ``config/``) other than ``given``
     whose config ``accepts``; None if none does."""
-    from ..config.load import load_config
+    from ..planning.load_config import load_config
 
     for layering in shipped_layerings(BASE_CONFIG.parent):
         if given is not None and layering == tuple(Path(path) for path in given):
@@ -109,7 +109,7 @@ def figure_match(figure: str, record: dict) -> tuple[Path, ...] | None:
     """The first shipped layering that draws ``figure`` as its provenance ``record`` says it was
     drawn: with the same spec, from inputs made with the config values it recorded (``made_with``;
     :func:`pipeline_src.runs.landing.figure_differences` finds none); None if none does."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     study = study_of(figure)
     return shipped_match(lambda config: figure in study.figures(config)

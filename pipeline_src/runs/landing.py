@@ -13,7 +13,7 @@ upstream of it (``made_with``) against the values this config's jobs would run w
 
 The Snakefile passes the page to the report's description template through ``config`` (the only
 thing Snakemake gives that template), as a :class:`LandingPage` of the config and the pipeline's
-studies (:data:`pipeline_src.studies.STUDIES`): an empty string to anything that serialises the
+studies (:data:`pipeline_src.planning.studies.STUDIES`): an empty string to anything that serialises the
 config, its text made when the template prints it, at report time.
 """
 
@@ -25,8 +25,8 @@ from typing import Callable
 from ..planning import paths
 from ..planning.study import Study
 from ..provenance.records import code_version, library_versions
+from ..provenance.sidecars import add_values, read_record
 from ..storage.canonical import canonical_json, config_hash
-from ..storage.provenance import add_values, read_record
 from .adoption import file_note
 from .cell_status import diff_fields, unfinished_cells
 
@@ -54,7 +54,7 @@ def values_text(values: list) -> str:
 def value_differences(made_with: dict[str, dict[str, list]], expected: dict[str, dict[str, list]],
                       first_rule: str = "") -> list[tuple[str, str, list, list]]:
     """Each config value recorded in ``made_with`` (a figure record's, or what
-    :func:`pipeline_src.storage.provenance.upstream_values` finds upstream of some tables) that
+    :func:`pipeline_src.provenance.sidecars.upstream_values` finds upstream of some tables) that
     ``expected`` (:func:`expected_values`) does not give its rule, as (rule, field, the values
     recorded, the values expected); ``first_rule``'s first (the models' sizes and training: the
     differences a reader looks for). Code versions are not compared."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..language import language_jobs as lang
-from ..language.influence_config import InfluenceConfig
+from ..config.influence_config import InfluenceConfig
 from ..language.influence_log import progress
+from ..planning import language_jobs as lang
 from ..planning import paths
+from ..provenance.sidecars import read_record
 from ..storage.canonical import config_hash
-from ..storage.provenance import read_record
 from .cell_status import aligned
 
 

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..planning import paths
+from ..provenance.sidecars import ADOPTED, flat_fields, recorded_sha256, sidecar_path, sidecar_record, workflow_rule
 from ..storage.canonical import canonical_json, config_hash, sha256_file
-from ..storage.provenance import ADOPTED, flat_fields, recorded_sha256, sidecar_path, sidecar_record, workflow_rule
 
 NOTHING_DONE = "nothing was run or removed"
 # Each rule's lengthgen step, whose spec check (pipeline_src/planning/spec_check.py) its jobs get.
@@ -195,7 +195,7 @@ def _device(jobs: list[Job]) -> None:
         return
     import torch
 
-    from ..device import DeviceError, resolve_device
+    from ..devices.placement import DeviceError, resolve_device
 
     try:
         resolve_device(torch.device("cuda"))

@@ -1,5 +1,5 @@
 """``lengthgen findings``: the paper's four findings of a config's runs, each judged
-(:mod:`pipeline_src.findings.verdicts`) from the spec of the figure it is drawn in and the
+(:mod:`pipeline_src.findings.judge`) from the spec of the figure it is drawn in and the
 run-summary rows (:mod:`pipeline_src.findings.run_summary`) of that figure's tables: the files its
 job reads under a results folder, or the rows of a run summary written by ``--export``
 (``--from-summary``). The README's findings table is this command's Markdown, between
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
+from ..findings import judge as judged
 from ..findings import run_summary
-from ..findings import verdicts as judged
 from ..findings.claim_file import LANGUAGE_FIGURE, Claim, claims_of
 from ..findings.figure_rows import figure_rows, merged
 from ..planning import jobs, paths
@@ -28,7 +28,7 @@ class NoResults(ValueError):
 def figure_specs(config: dict, claims: list[Claim]) -> dict[str, tuple[dict | None, str]]:
     """Per figure of ``claims``: its spec (None where ``config`` does not draw it) and the task the figure
     shows ("" for a figure of no synthetic task)."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     specs = {}
     for figure in dict.fromkeys(claim.figure for claim in claims):
@@ -42,7 +42,7 @@ def table_rows(config: dict, tables: dict[str, list[Path]]) -> pl.DataFrame:
     """The run-summary rows of every claim's figure of ``config``, from ``tables`` (figure -> the tables
     its job reads: :func:`.judged_config.finding_tables` of a results folder, as
     :func:`.judged_config.check` returns them)."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     parts = [figure_rows(study_of(figure).figure_spec(config, figure), inputs)
              for figure, inputs in tables.items()]
@@ -51,7 +51,7 @@ def table_rows(config: dict, tables: dict[str, list[Path]]) -> pl.DataFrame:
 
 def summary_rows(config: dict, summary: Path) -> pl.DataFrame:
     """The rows of the run summary ``summary``, checked against ``config``'s Figure 4 spec."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     rows = run_summary.read(summary)
     study = study_of(LANGUAGE_FIGURE)
@@ -64,7 +64,7 @@ def findings(config: dict, rows: pl.DataFrame, claims: list[Claim] | None = None
              across: dict | None = None, weigh: bool = True) -> list[judged.Finding]:
     """The claims of ``config`` (:func:`pipeline_src.findings.claim_file.claims_of`, or ``claims``)
     judged from the run-summary ``rows``; a claim whose sides are runs of different configs from each
-    side's runs (``across``: claim name -> :class:`pipeline_src.findings.across.Across`), where given.
+    side's runs (``across``: claim name -> :class:`pipeline_src.findings.side_runs.Across`), where given.
     A config whose runs rehearse the code path (its ``rehearsal``) labels every verdict so; ``weigh``: each
     decided verdict over seeds with its leave-one-seed-out stability (:mod:`pipeline_src.findings.stability`)."""
     from ..findings.finding import rehearsed
@@ -148,8 +148,8 @@ def report(results: Path | None, configfiles: tuple[Path, ...], *, from_summary:
     ``also``'s (:mod:`.across_folders`). Tables made with another config are a
     :class:`.judged_config.ConfigMismatch`, and a folder with none of the tables a
     :class:`NoResults`, before anything is judged or written."""
-    from ..config.load import load_config
     from ..findings.preregistration import check_registered, summary_made, tables_made
+    from ..planning.load_config import load_config
     from ..storage.atomic import write_text
 
     config = with_claims(load_config(configfiles), claim_folders)
@@ -183,7 +183,7 @@ def completed(config: dict, rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` with Figure 4's numbers of a draw in parts made anew from the parts they hold
     (:func:`pipeline_src.findings.summary_parts.completed`; nothing to do for a whole draw's rows)."""
     from ..findings.summary_parts import completed as with_numbers
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     study = study_of(LANGUAGE_FIGURE)
     if LANGUAGE_FIGURE not in study.figures(config):
@@ -210,7 +210,7 @@ def with_claims(config: dict, folders: tuple[Path, ...]) -> dict:
 
 def no_results(config: dict, results: Path, figures: list[str]) -> str:
     """Why nothing under ``results`` can be judged: none of the tables of ``config``'s ``figures`` is there."""
-    from ..studies import study_of
+    from ..planning.studies import study_of
 
     wanted = [table for figure in figures for table in study_of(figure).figure_tables(config, figure)]
     example = f" (such as {paths.under(results, wanted[0])})" if wanted else ""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from ..findings import verdicts as judged
+from ..findings import judge as judged
 from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, part_rows
 from ..findings.stability import FRAGILE_NOTE
 
@@ -115,12 +115,12 @@ def also_of(entries, path: Path, where: str) -> tuple:
     return tuple(found)
 
 
-def judge(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Finding] | None:
+def judge_scale(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judged.Finding] | None:
     """The claims of ``scale``'s summary judged with its config (and ``claim_folders``' claims), those
     across configs with its ``also`` too; None: some summary not made yet."""
-    from ..config.load import load_config
     from ..findings.claim_file import claims_of
     from ..findings.preregistration import check_registered, summary_made
+    from ..planning.load_config import load_config
     from .across_folders import Source
     from .run_findings import dated, findings, sides_across, summary_rows, with_claims
 
@@ -229,7 +229,7 @@ def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None
     from .run_findings import put_in_readme
 
     scales = read(path)
-    found = [judge(scale, claim_folders) for scale in scales]
+    found = [judge_scale(scale, claim_folders) for scale in scales]
     command = (f"lengthgen findings --scales {path}" + "".join(f" --claims {folder}" for folder in claim_folders)
                + (f" --readme {readme}" if readme else "")) + (
         f" --markdown {markdown_file}" if markdown_file else "")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 class ModelParams(Protocol):
     """What an encoding reads of the decoder's hyper-parameters. They are a
-    :class:`pipeline_src.model_config.ModelConfig`, which stands above the schemes: it checks its
+    :class:`pipeline_src.config.model_config.ModelConfig`, which stands above the schemes: it checks its
     fields through their registry."""
 
     @property

@@ -1,2 +1,2 @@
-"""Files: atomic writes, canonical JSON and hashing, provenance records beside each artifact, Parquet
-tables checked against their schema. Imports nothing of the package outside this folder."""
+"""Files: atomic writes, canonical JSON and hashing, OS errors in one line, ragged list columns.
+Imports nothing of the package outside this folder."""

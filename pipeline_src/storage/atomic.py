@@ -6,7 +6,7 @@ none (or the complete old one). A write that fails with an exception removes its
 killed one leaves it under the hidden name ``.<name>.partial``, which no rule reads and the next
 write of that artifact replaces.
 
-This module imports nothing heavy (the Snakefile imports :mod:`.provenance`, which uses it).
+This module imports nothing heavy (the Snakefile imports :mod:`pipeline_src.provenance.sidecars`, which uses it).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ def frame_columns(drawn: dict[str, np.ndarray], **keys: np.ndarray) -> dict:
     """Per-sample columns of the common layout: ``keys`` (cast to Int32, in the order given), then
     the ragged lists cut from ``drawn``'s right-padded ``prompt``/``prompt_pos`` (row lengths
     ``prompt_len``) and ``response``/``response_pos`` (``response_len``), then its ``answer``."""
-    from ..storage.datasets import ragged
+    from ..storage.ragged import ragged
 
     return {
         **{name: values.astype(np.int32) for name, values in keys.items()},

@@ -7,8 +7,8 @@ from dataclasses import dataclass, fields
 import polars as pl
 import torch
 
-from ..device import to_device
-from ..storage.datasets import padded
+from ..devices.placement import to_device
+from ..storage.ragged import padded
 
 
 @dataclass
@@ -54,7 +54,7 @@ class TrainingBatch:
 
     def to(self, device: torch.device) -> "TrainingBatch":
         """The same batch with every tensor on ``device`` (the same tensors where they already are;
-        see :func:`pipeline_src.device.to_device`)."""
+        see :func:`pipeline_src.devices.placement.to_device`)."""
         return TrainingBatch(**{f.name: None if (value := getattr(self, f.name)) is None else to_device(value, device)
                                 for f in fields(self)})
 

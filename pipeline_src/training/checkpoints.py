@@ -14,9 +14,9 @@ from safetensors.torch import load as load_weights
 from safetensors.torch import save_file
 
 from ..model import Decoder, ModelConfig
+from ..provenance.sidecars import attach, read_checked, sidecar_path, write_sidecar
 from ..storage.atomic import replacing, write_text
 from ..storage.errors import library_failure, os_error
-from ..storage.provenance import attach, read_checked, sidecar_path, write_sidecar
 
 DIGEST_MARK = b"\nlengthgen.sha256:"  # then the 64 hex digits of the SHA-256 of the bytes before it
 RESUME_KEYS = ("config_hash", "step", "model", "optimizer", "generator", "log", "pending")

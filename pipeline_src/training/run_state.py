@@ -13,8 +13,8 @@ from typing import Callable
 import polars as pl
 import torch
 
+from ..devices.setting import RESUME_ANYWHERE_ENV
 from ..model import Decoder
-from ..planning.devices import RESUME_ANYWHERE_ENV
 from ..schemes import Scheme
 from .checkpoints import CheckpointError, load_state, save_state
 from .optimizer import AdamW

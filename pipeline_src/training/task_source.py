@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
+from .. import datasets
 from ..schemes import get_scheme
-from ..storage import datasets
 from ..tasks import get_task
 from .batches import SequenceTable, TrainingBatch, training_batch
 from .curriculum import KCurriculum

@@ -22,7 +22,7 @@ The loop reads as it runs: :func:`_start` sets the run up (resuming from its che
 :func:`_take_step` takes one step, :func:`_log_and_checkpoint` does what falls due after it (reading
 the numbers back, the held-out loss, the checkpoint), and :func:`_finish` writes the results.
 
-The run uses the device of ``spec["device"]`` (see :mod:`pipeline_src.device`): the model and each
+The run uses the device of ``spec["device"]`` (see :mod:`pipeline_src.devices.placement`): the model and each
 batch move there, while batches and position IDs are drawn on the CPU generator, so every device
 sees the same batches. The resolved device is recorded in the artifacts' provenance and in
 ``summary.json``.
@@ -43,15 +43,15 @@ import polars as pl
 import torch
 import torch.nn.functional as F
 
-from ..device import autocast, describe_device, held_gpu_slot, resolve_device, to_device
+from ..config.model_config import model_config
+from ..devices.placement import autocast, describe_device, held_gpu_slot, resolve_device, to_device
 from ..model import Decoder
-from ..model_config import model_config
 from ..provenance.records import build_record
+from ..provenance.sidecars import attach
 from ..schemes import get_scheme
 from ..storage.atomic import check_writable, write_text
 from ..storage.canonical import config_hash
 from ..storage.errors import one_line
-from ..storage.provenance import attach
 from .batches import TrainingBatch
 from .checkpoints import save_model
 from .optimizer import AdamW
@@ -95,7 +95,7 @@ def run(spec: dict, make_source: Callable[[], TaskSource], out_dir: Path, *, rul
     """The training loop of ``spec`` on the batches of ``make_source()`` (made once threads are
     set); writes model, log and summary into ``out_dir``. ``stop_at_step`` ends the run early (as a
     kill would), for tests. ``device`` overrides ``spec["device"]`` (``auto`` when absent); see
-    :func:`pipeline_src.device.resolve_device`.
+    :func:`pipeline_src.devices.placement.resolve_device`.
 
     Set up (resuming from the last checkpoint), then step by step: one update, then the logging,
     held-out loss and checkpoint that fall due; at the end, write the results."""

@@ -3,17 +3,17 @@
 import functools
 from shlex import quote
 
-from pipeline_src import studies
+from pipeline_src.planning import studies
 from pipeline_src.planning import jobs
 from pipeline_src.planning import paths
 from pipeline_src.planning import slurm
-from pipeline_src.planning import devices
-from pipeline_src.language import language_jobs as lang
+from pipeline_src.devices import setting as devices
+from pipeline_src.planning import language_jobs as lang
 from pipeline_src.storage.canonical import canonical_json
 from pipeline_src.provenance.code_digest import stage_digest
 from pipeline_src.runs.landing import LandingPage
 from pipeline_src.config.layers import BASE_CONFIG, ConfigError, read_config
-from pipeline_src.config.load import validate
+from pipeline_src.planning.load_config import validate
 
 # The config as Snakemake merged it (config/config.yaml, each --configfile, --config), but with each
 # layer's `defaults` over the task sections before it (pipeline_src/config/layers.py): a --configfile's defaults
@@ -53,7 +53,7 @@ wildcard_constraints:
 # The gpu resource of every model job: 1 when its device setting will use CUDA, else 0 (see
 # devices.gpus_per_model_job). Run locally, at most GPUs x models_per_gpu model jobs run at once (a
 # --resources gpu=N of the user's wins), and each job claims a slot of one GPU through
-# LENGTHGEN_GPU_SLOTS (pipeline_src/device.py). On a cluster, profiles/slurm sets gpu to 0 and the
+# LENGTHGEN_GPU_SLOTS (pipeline_src/devices/placement.py). On a cluster, profiles/slurm sets gpu to 0 and the
 # string MODEL_GRES is the job's GPU ("" for none), requested once by a group of models sharing it.
 GPUS_PER_MODEL_JOB = devices.gpus_per_model_job(config)
 MODEL_GRES = slurm.gres(GPUS_PER_MODEL_JOB)
@@ -65,7 +65,7 @@ if GPUS_PER_MODEL_JOB and workflow.local_exec and not workflow.remote_exec:
 
 
 CELLS = {task: jobs.cells(config, task) for task in jobs.tasks(config)}
-# Every figure of the config, with the study drawing it (pipeline_src/studies.py): the synthetic
+# Every figure of the config, with the study drawing it (pipeline_src/planning/studies.py): the synthetic
 # tasks' figures and the natural-language analysis's.
 FIGURES = {figure: studies.study_of(figure) for figure in studies.figures(config)}
 

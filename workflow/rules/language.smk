@@ -1,8 +1,8 @@
 # Natural-language analysis (Figure 4), when `language.enabled`: corpus -> tokenizer -> token stream;
 # language models (the synthetic tasks' trainer); loss by position and target losses; influential
-# tokens. Specs: pipeline_src/language/language_jobs.py; its figures (Figure 4 and our PoSE figure) are
-# drawn by figures.smk's rule, as every study's (pipeline_src/language/language_study.py).
-from pipeline_src.language.language_study import influence_model_input, influence_model_option
+# tokens. Specs: pipeline_src/planning/language_jobs.py; its figures (Figure 4 and our PoSE figure) are
+# drawn by figures.smk's rule, as every study's (pipeline_src/planning/language_study.py).
+from pipeline_src.planning.language_study import influence_model_input, influence_model_option
 
 
 rule language_corpus:

@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from pipeline_src.device import describe_device, resolve_device
+from pipeline_src.devices.placement import describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.runs.benchmarks.sizes import SIZE
 from pipeline_src.runs.benchmarks.training_step import VOCAB_SIZE, wait_for
@@ -91,7 +91,7 @@ def influence_case(n_targets: int = 4, context: int = 128, local: int = 64, k_ma
     import numpy as np
     import polars as pl
 
-    from pipeline_src.language.influence_config import InfluenceConfig
+    from pipeline_src.config.influence_config import InfluenceConfig
     from pipeline_src.language.targets import select_targets
 
     cfg = InfluenceConfig(context=context, local=local, k_max=k_max, n_targets=n_targets, batch_size=batch_size)

@@ -19,7 +19,7 @@ Three measurements on the current machine:
    ``GPTNeoXForCausalLM``, reported as the ratio ours / HF.
 
 All three run on ``device`` (``auto``: CUDA when present, as the pipeline's ``device`` setting), with
-training's bf16 autocast there (:func:`pipeline_src.device.autocast`); timings wait for the GPU.
+training's bf16 autocast there (:func:`pipeline_src.devices.placement.autocast`); timings wait for the GPU.
 
 With ``compile``, our step runs through ``torch.compile`` as the training loop runs it on a GPU
 unless ``train.compile`` is false (:func:`pipeline_src.training.train.compiled`: CUDA graphs there);
@@ -36,7 +36,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from pipeline_src.device import autocast, describe_device, resolve_device
+from pipeline_src.devices.placement import autocast, describe_device, resolve_device
 from pipeline_src.model import Decoder, ModelConfig
 from pipeline_src.runs.benchmarks.host_reads import step_profile
 from pipeline_src.runs.benchmarks.sizes import SIZE

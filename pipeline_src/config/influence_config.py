@@ -4,7 +4,7 @@ and the analysis' error. Torch- and pandera-free: the config check reads it."""
 
 from dataclasses import dataclass
 
-from ..model_config import POSITIVE_INT, Declared, check_declared, declared
+from .model_config import POSITIVE_INT, Declared, check_declared, declared
 
 SELECTIONS = ("greedy", "topk", "greedy_kl")
 SCREENED_OUT = "screened_out"  # the column of a screened analysis's table marking the targets it did not analyse

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
-from .schemes import ENCODINGS, get_encoding, get_scheme
+from ..schemes import ENCODINGS, get_encoding, get_scheme
 
 # Values of ModelConfig.attention_scale: the attention logits as they are, or scalable softmax.
 ATTENTION_SCALES = ("none", "log_length")

@@ -1,17 +1,18 @@
 """The natural-language analysis as a study (:class:`pipeline_src.planning.study.Study`), switched
 by ``language.enabled``: Figure 4 from the influence table, and (with ``pose.enabled``) our PoSE
 figure from every language model's evaluation tables too. Its jobs and their specs:
-:mod:`.config`; its rules: ``workflow/rules/language.smk``."""
+:mod:`.language_jobs`; its rules: ``workflow/rules/language.smk``."""
 
 from __future__ import annotations
 
 import os
 from shlex import quote
 
-from ..planning import paths
-from ..planning.study import Study
 from ..provenance.code_digest import stage_digest
 from . import language_jobs as lang
+from . import paths
+from .language_inputs import is_gguf
+from .study import Study
 
 FIGURE4, POSE_FIGURE = lang.LANGUAGE_FIGURES
 DRAW = {FIGURE4: "pipeline_src.figures.figure4:plot", POSE_FIGURE: "pipeline_src.figures.language_pose:plot"}
@@ -48,8 +49,6 @@ bootstrap seed {{ spec.seed }}); corpus {{ value("language_corpus", "corpus.sour
 def influence_model_input(config: dict) -> str:
     """The file standing for the model the influence analysis reads: our main model's weights, a
     local Hugging Face folder's config.json, or a GGUF model's file."""
-    from .pretrained import is_gguf
-
     hf_model = lang.hf_model(config)
     if not hf_model:
         return paths.language_train_outputs(lang.MAIN)["model"]

@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .atomic import replacing, write_text
-from .canonical import canonical_json, sha256_file
+from ..storage.atomic import replacing, write_text
+from ..storage.canonical import canonical_json, sha256_file
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
@@ -182,6 +182,7 @@ def add_values(fields: dict[str, list], config: dict) -> None:
 
 
 HAND_RUN = "manual"  # the rule a step run by hand records, before the workflow rule it stands for: "manual train"
+RESULTS = "results"  # the workflow's folder (planning/paths.py): a file there made by hand is used once adopted
 
 
 def workflow_rule(rule: str) -> str:

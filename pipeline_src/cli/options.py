@@ -1,7 +1,6 @@
 """What the ``lengthgen`` commands share: the job's spec (``--spec``), the options several take,
-and the one-line error of a model job that cannot run here. The pipeline steps
-(:mod:`pipeline_src.cli.commands`) and the tools about runs (:mod:`pipeline_src.runs.tools`) both
-use them, so they sit below both: neither package imports the other for them."""
+and the one-line error of a model job that cannot run here. The pipeline steps (:mod:`.commands`)
+and the commands that read runs (:mod:`.run_commands`) both use them."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .storage.provenance import HAND_RUN
+from ..provenance.sidecars import HAND_RUN
 
 IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
@@ -28,7 +27,7 @@ def _spec(ctx, param, value: str) -> dict:
 
 JOB_CONFIG = click.option("--spec", required=True, callback=_spec, help="The job's config subset as JSON.")
 # The workflow rule each step stands for, recorded after HAND_RUN where the step is run by hand ("manual train"):
-# what it was made with is then read beside the workflow's runs (storage/provenance.py, workflow_rule).
+# what it was made with is then read beside the workflow's runs (provenance/sidecars.py, workflow_rule).
 STANDS_FOR = {"train": "train", "evaluate": "evaluate", "lm-train": "language_train", "corpus": "language_corpus",
               "lm-eval": "language_eval", "influence": "language_influence"}
 
@@ -67,8 +66,8 @@ CONFIGFILES = click.option("--configfile", "configfiles", multiple=True,
 def model_job_errors():
     """A device setting this machine cannot honour (``device: cuda`` without CUDA) or a model file
     that cannot be used (truncated, mismatched, a diverged run's) as a clean CLI error naming it."""
-    from .device import DeviceError
-    from .training.checkpoints import CheckpointError
+    from ..devices.placement import DeviceError
+    from ..training.checkpoints import CheckpointError
 
     try:
         yield

@@ -1,6 +1,7 @@
 """The ``lengthgen`` commands that read what a run made or would make: result tables, the
-findings, TensorBoard export, provenance, status, config checks, job specs and the benchmark
-(:data:`COMMANDS`, which :mod:`pipeline_src.cli` registers beside the pipeline steps)."""
+findings, TensorBoard export, provenance, status, config checks, job specs, the benchmark and files
+adopted as they are (:data:`COMMANDS`, which :mod:`.commands` registers beside the pipeline steps);
+what each does is :mod:`pipeline_src.runs`'."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pathlib import Path
 import click
 
 from ..evaluation.metrics import METRICS
-from ..options import CONFIGFILES, THREADS, model_job_errors
-from .adoption import adopt_command
-from .benchmarks.sizes import SIZE as BENCHMARK_SIZE
+from ..runs.adoption import adopt
+from ..runs.benchmarks.sizes import SIZE as BENCHMARK_SIZE
+from .options import CONFIGFILES, THREADS, model_job_errors
 
 
 @click.command("mechanism-table")
@@ -90,9 +91,9 @@ def findings(results: Path | None, configfiles: tuple[Path, ...], from_summary: 
     from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
     from ..planning.paths import RESULTS
-    from .across_folders import AcrossError, also
-    from .judged_config import ConfigMismatch
-    from .run_findings import NoResults, report
+    from ..runs.across_folders import AcrossError, also
+    from ..runs.judged_config import ConfigMismatch
+    from ..runs.run_findings import NoResults, report
 
     if results is not None and from_summary is not None:
         raise click.UsageError("give RESULTS or --from-summary, not both")
@@ -120,8 +121,8 @@ def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None
     from ..config.layers import ConfigError
     from ..findings.claim_file import ClaimError
     from ..findings.run_summary import SummaryError
-    from . import scales as across
-    from .across_folders import AcrossError
+    from ..runs import scales as across
+    from ..runs.across_folders import AcrossError
 
     try:
         click.echo(across.report(scales, markdown_file=markdown_file, readme=readme, claim_folders=claim_folders))
@@ -135,7 +136,7 @@ def _judged_scales(scales: Path, markdown_file: Path | None, readme: Path | None
 def tensorboard(results_dir: Path, out_dir: Path) -> None:
     """Write every model's training log under RESULTS_DIR (train/**, language/train/*) as TensorBoard
     event files in OUT_DIR, one run per model (`tensorboard --logdir OUT_DIR`; needs the tensorboard extra)."""
-    from .tensorboard_export import ExportError, export
+    from ..runs.tensorboard_export import ExportError, export
 
     try:
         click.echo(f"wrote {len(export(results_dir, out_dir))} runs to {out_dir}", err=True)
@@ -158,7 +159,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
 
     With --verify, check instead that none of those files changed since ARTIFACT was produced.
     Run it from the pipeline's working directory (input paths are recorded relative to it)."""
-    from ..storage.provenance import format_trace, trace
+    from ..provenance.sidecars import format_trace, trace
 
     if verify:
         if as_json or with_config:
@@ -166,7 +167,7 @@ def provenance(artifact: Path, as_json: bool, with_config: bool, verify: bool) -
         _verify(artifact)
         return
     from ..planning.paths import same_job
-    from ..studies import all_figures
+    from ..planning.studies import all_figures
 
     chain = trace(artifact, stand_ins=same_job)
     if "missing" in chain:
@@ -182,7 +183,7 @@ def _shipped_config(figure: str, record: dict) -> tuple[tuple[Path, ...] | None,
     """The shipped layering that ``figure``'s provenance ``record`` matches first (None: none does),
     and a line saying so."""
     from ..config.layers import BASE_CONFIG
-    from .judged_config import figure_match, layering_text
+    from ..runs.judged_config import figure_match, layering_text
 
     if not BASE_CONFIG.is_file():
         return None, f"config: no {BASE_CONFIG} here to compare with: run from the pipeline's working directory\n"
@@ -245,9 +246,9 @@ def status(configfiles: tuple[Path, ...], tasks: tuple[str, ...], wide: bool, es
     rule's measured jobs; a rule never measured counts as 0 s and the estimate says it is partial.
     Snakemake's own start and order add to it (see pipeline_src/runs/estimate.py)."""
     from ..config.layers import ConfigError
-    from ..config.load import load_config
-    from .cell_status import config_status, format_status
-    from .language_status import language_status
+    from ..planning.load_config import load_config
+    from ..runs.cell_status import config_status, format_status
+    from ..runs.language_status import language_status
 
     if not estimate and (cores is not None or results is not None):
         raise click.UsageError("--cores and --results go with --estimate")
@@ -279,8 +280,8 @@ def _estimate(config: dict, configfiles: tuple[Path, ...], cores: int, results: 
     """Print the estimate of ``status --estimate`` for the loaded ``config``; one line when none can
     be made."""
     from ..planning.paths import RESULTS
-    from ..studies import figures
-    from .estimate import EstimateError, estimate_run
+    from ..planning.studies import figures
+    from ..runs.estimate import EstimateError, estimate_run
 
     try:
         click.echo(estimate_run(configfiles, figures(config), cores, results or Path(RESULTS)))
@@ -297,8 +298,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
     Snakemake says only that a config file is "not valid JSON or YAML". Files may also follow one
     --configfile as a list, as Snakemake takes them (``--configfile a.yaml b.yaml``)."""
     from ..config.layers import ConfigError
-    from ..config.load import load_config
     from ..planning import jobs
+    from ..planning.load_config import load_config
 
     try:
         config = load_config((*configfiles, *listed))
@@ -313,8 +314,8 @@ def check(configfiles: tuple[Path, ...], listed: tuple[Path, ...]) -> None:
 def spec(artifact: Path) -> None:
     """Print the exact spec (config subset) of the job that made ARTIFACT, as canonical JSON: pass it
     back with --spec to rerun that step by hand."""
+    from ..provenance.sidecars import read_record
     from ..storage.canonical import canonical_json
-    from ..storage.provenance import read_record
 
     try:
         record = read_record(artifact)
@@ -324,7 +325,7 @@ def spec(artifact: Path) -> None:
 
 
 def _verify(artifact: Path) -> None:
-    from .verify import format_verification, verify
+    from ..provenance.verify import format_verification, verify
 
     try:
         result = verify(artifact)
@@ -361,13 +362,13 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
     """Training tokens/s of our model vs GPTNeoXForCausalLM (if installed) and vs the machine's matmul
     FLOP/s; with --decode, the speed ratio of KV-cache decoding to full re-forward decoding; with
     --influence N, the time of the batched influential-token analysis of N targets."""
-    from .benchmarks.inference import (
+    from ..runs.benchmarks.inference import (
         decode_benchmark,
         format_decode_report,
         format_influence_report,
         influence_benchmark,
     )
-    from .benchmarks.training_step import format_report, run_benchmark
+    from ..runs.benchmarks.training_step import format_report, run_benchmark
 
     if influence_targets is not None:
         click.echo(format_influence_report(influence_benchmark(
@@ -385,6 +386,22 @@ def benchmark(threads, precision, device, d_model, n_layer, n_head, seq_len, bat
                                device=device, compile=compile_step, warmup=10 if compile_step else 3,
                                say=lambda line: click.echo(line, err=True))
     click.echo(format_report(result))
+
+
+@click.command("adopt")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--reason", default="", help="Why it is used as it is; recorded with the adoption.")
+def adopt_command(files: tuple[Path, ...], reason: str) -> None:
+    """Use FILES as they are now: record in each one's provenance sidecar that it was adopted (by
+    whom, when, its new SHA-256 and the one recorded before), so the workflow and every step accept
+    it. Everything made from it records that it rests on an adopted file, and the figure captions,
+    the report's landing page and `lengthgen status` say so. To make a file again instead, run the
+    command the workflow's error names (the run's own with --forcerun FILE)."""
+    for path in files:
+        adopted = adopt(path, reason)
+        before = adopted["recorded_sha256"]
+        click.echo(f"adopted {path} as it is (sha256 {adopted['sha256']}; "
+                   f"{'recorded before: ' + before if before else 'no record before'})", err=True)
 
 
 COMMANDS = (mechanism_table, table, findings, tensorboard, provenance, status, check, spec, benchmark, adopt_command)

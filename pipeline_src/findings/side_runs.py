@@ -1,7 +1,7 @@
 """A claim whose sides are runs of different configs (each side names its ``config``: docs/claims.md), as
 the results given hold it: each side's runs, read from the results folder or run summary made with that
 side's config (:mod:`pipeline_src.runs.across_folders` finds it), or why the claim is not judged.
-:func:`.verdicts.judge` judges it with the judges every claim is judged by, each side on its own runs."""
+:func:`.judge.judge` judges it with the judges every claim is judged by, each side on its own runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ``device`` setting and the GPUs a run sees, free of torch: the config check and the Snakefile
-read them at parse time, :mod:`pipeline_src.device` resolves them when a job starts."""
+read them at parse time, :mod:`pipeline_src.devices.placement` resolves them when a job starts."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ DEFAULT = "auto"
 GPUS_ENV = "LENGTHGEN_GPUS"
 # "1": a training run may resume a checkpoint of another device type
 RESUME_ANYWHERE_ENV = "LENGTHGEN_RESUME_ON_ANOTHER_DEVICE"
-SLOTS_ENV = "LENGTHGEN_GPU_SLOTS"  # "GPUS,MODELS_PER_GPU,FOLDER": set by the workflow, read by pipeline_src.device
+SLOTS_ENV = "LENGTHGEN_GPU_SLOTS"  # "GPUS,MODELS_PER_GPU,FOLDER": set by the workflow, read by .placement
 
 
 def device_setting(config: dict) -> str:
     """The top-level ``device`` (auto, cpu or cuda; ``auto`` where absent). It enters every model
     job's spec (training, evaluation, the language jobs), so changing it reruns those jobs: float
-    results differ between devices. It is resolved when the job starts (pipeline_src.device)."""
+    results differ between devices. It is resolved when the job starts (pipeline_src.devices.placement)."""
     return config.get(FIELD, DEFAULT)
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model_config import model_config
-from ..planning.devices import device_setting
-from .influence_config import part_span
+from ..config.influence_config import part_span
+from ..config.model_config import model_config
+from ..devices.setting import device_setting
+from .language_inputs import gguf_file, is_gguf, source_files
 
 LANGUAGE = "language"
 MAIN, SHORT_ROPE, SHORT_POSE = "main", "short_rope", "short_pose"
@@ -113,8 +114,6 @@ def corpus_spec(config: dict) -> dict:
 def corpus_inputs(config: dict) -> list[str]:
     """Files the corpus job reads besides the installed packages: the source's files (all that
     match; ``max_docs`` may stop reading earlier) and a local tokenizer.json."""
-    from .corpus import source_files
-
     section = _section(config)
     corpus = section["corpus"]
     files = []
@@ -127,9 +126,7 @@ def corpus_inputs(config: dict) -> list[str]:
 
 def model_file(name: str) -> str:
     """The file a tokenizer or model setting reads: a GGUF model's file (a shipped name resolved:
-    :mod:`.pretrained`), else the setting itself."""
-    from .pretrained import gguf_file, is_gguf
-
+    :mod:`.language_inputs`), else the setting itself."""
     return str(gguf_file(name)) if is_gguf(name) else name
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..planning import paths
 from ..storage.canonical import sha256_file
-from ..storage.provenance import ADOPTED, HAND_RUN, read_record, sidecar_path, sidecar_record
+from .sidecars import ADOPTED, HAND_RUN, RESULTS, read_record, sidecar_path, sidecar_record
+
+IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (provenance/code_digest.py)
 
 KINDS = ("changed", "missing", "unreadable", "by hand")
 
@@ -103,7 +104,7 @@ class _Walker:
         if record is None:
             return  # a leaf: checked against what its consumers recorded
         if (record.get("rule", "").startswith(f"{HAND_RUN} ") and ADOPTED not in record
-                and Path(path).parts[:1] == (paths.RESULTS,)):
+                and Path(path).parts[:1] == (RESULTS,)):
             self.result.flag(path, "by hand", f"made by a step run by hand (rule {record['rule']!r}), not by the "
                              "workflow, and not adopted: make it again, or `lengthgen adopt` it")
         if "artifact" in record:

@@ -1,4 +1,5 @@
-"""Task datasets as Parquet: ragged columns, schema checks on write and read, provenance metadata.
+"""Task datasets as Parquet: schema checks on write and read, provenance metadata (their ragged
+columns: :mod:`pipeline_src.storage.ragged`).
 
 A file is checked against its pandera schema when it is written and when it is read, except where
 the reader's schema is the writer's and the file still has the bytes that passed (see :func:`read`).
@@ -11,12 +12,10 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Union
 
-import numpy as np
 import polars as pl
-import pyarrow as pa_arrow
 
-from .errors import library_failure, os_error
-from .provenance import attach, read_checked
+from .provenance.sidecars import attach, read_checked
+from .storage.errors import library_failure, os_error
 
 if TYPE_CHECKING:
     import pandera.polars as pa
@@ -26,25 +25,6 @@ if TYPE_CHECKING:
 
 class DataError(ValueError):
     """A dataset file that does not match its task's schema."""
-
-
-def ragged(padded: np.ndarray, lengths: np.ndarray) -> pl.Series:
-    """Turn a right-padded [n, w] matrix plus row lengths into a polars List(Int32) series."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    keep = np.arange(padded.shape[1])[None, :] < lengths[:, None]
-    values = pa_arrow.array(np.ascontiguousarray(padded[keep]).astype(np.int32))
-    offsets = pa_arrow.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    return pl.Series(pa_arrow.ListArray.from_arrays(offsets, values))
-
-
-def padded(series: pl.Series, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`ragged`: a polars List column -> (right-padded int64 matrix, lengths)."""
-    lengths = series.list.len().to_numpy().astype(np.int64)
-    values = series.explode().to_numpy().astype(np.int64)
-    out = np.full((len(series), int(lengths.max(initial=0))), pad, dtype=np.int64)
-    keep = np.arange(out.shape[1])[None, :] < lengths[:, None]
-    out[keep] = values
-    return out, lengths
 
 
 def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | Path) -> pl.DataFrame:

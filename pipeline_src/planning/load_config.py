@@ -1,23 +1,23 @@
 """The whole check of a config, and the one way to load one: :func:`load_config` reads the layers
-(:mod:`.layers`), checks them against the schema with its defaults filled in (:mod:`.schema`), then
-runs every study's cross-field checks (:data:`pipeline_src.studies.STUDIES`). The Snakefile, the
-CLI and ``lengthgen findings`` load configs through here; each error is one line naming the file or
-the field.
+(:mod:`pipeline_src.config.layers`), checks them against the schema with its defaults filled in
+(:mod:`pipeline_src.config.schema`), then runs every study's cross-field checks
+(:data:`.studies.STUDIES`). The Snakefile, the CLI and ``lengthgen findings`` load configs through
+here; each error is one line naming the file or the field.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..studies import STUDIES, figures
-from .layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
-from .schema import ConfigSchemaError, defaults_taken
-from .schema import validate as validate_schema
+from ..config.layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
+from ..config.schema import ConfigSchemaError, defaults_taken
+from ..config.schema import validate as validate_schema
+from .studies import STUDIES, figures
 
 
 def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BASE_CONFIG) -> dict:
     """The config Snakemake would run with ``--configfile`` ``configfiles`` over ``base``
-    (:func:`.layers.read_config`), made whole and checked (:func:`validate`); a ConfigError naming
+    (:func:`pipeline_src.config.layers.read_config`), made whole and checked (:func:`validate`); a ConfigError naming
     the files."""
     config, files = read_config(configfiles, base)
     try:
@@ -29,7 +29,7 @@ def load_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path = BA
 
 def validate(config: dict) -> None:
     """The whole check of a read config, in place (defaults merged and filled in); a
-    :class:`~.layers.ConfigError` naming the field."""
+    :class:`~pipeline_src.config.layers.ConfigError` naming the field."""
     complete(config)
     for study in STUDIES:
         try:
@@ -42,9 +42,10 @@ def validate(config: dict) -> None:
 
 def complete(config: dict) -> None:
     """A loaded config made whole, in place: the sections that take ``defaults``
-    (:func:`.schema.defaults_taken`) merged over them (:func:`.layers.merge_defaults`) and the JSON schema's
-    check (:mod:`.schema`, filling its defaults). The cross-field checks are each study's
-    (:func:`validate` runs both)."""
+    (:func:`pipeline_src.config.schema.defaults_taken`) merged over them
+    (:func:`pipeline_src.config.layers.merge_defaults`) and the JSON schema's check
+    (:mod:`pipeline_src.config.schema`, filling its defaults). The cross-field checks are each
+    study's (:func:`validate` runs both)."""
     merged = defaults_taken()
     try:
         validate_schema(config, merged, before_merge=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .planning.devices import DEFAULT, DEVICES, FIELD, GPUS_ENV, SLOTS_ENV
+from .setting import DEFAULT, DEVICES, FIELD, GPUS_ENV, SLOTS_ENV
 
 _held: list = []  # the open lock file of this process's slot: the claim lasts while it is open
 

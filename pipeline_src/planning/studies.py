@@ -2,7 +2,7 @@
 and the natural-language analysis. The workflow, the plot command, the landing page, ``lengthgen
 findings`` and the fault-injection tool loop over :data:`STUDIES`; a new study is one more entry.
 
-Each study checks its part of a config (``Study.check``); :func:`pipeline_src.config.load.validate`
+Each study checks its part of a config (``Study.check``); :func:`pipeline_src.planning.load_config.validate`
 runs every study's check after the schema's.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .language.language_study import LanguageStudy
-from .planning import paths
-from .planning.study import Study
-from .planning.task_study import TaskStudy
+from . import paths
+from .language_study import LanguageStudy
+from .study import Study
+from .task_study import TaskStudy
 
 STUDIES: tuple[Study, ...] = (TaskStudy(), LanguageStudy())
 
