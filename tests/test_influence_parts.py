@@ -7,6 +7,7 @@ groups are regrouped), as screening itself promises (tests/test_influence_screen
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -225,7 +226,7 @@ def test_figure4_drawn_from_a_summary_of_every_part_is_the_whole_draws(whole, tm
 
 
 def test_from_summary_makes_figure4_read_the_summary_and_names_a_missing_file(tmp_path):
-    from pipeline_src.planning.studies import study_of
+    from pipeline_src.planning.studies import figure_inputs, study_of
 
     config = default_config()
     assert "from_summary" not in language_jobs.figure_spec(config, "figure4")  # unset: the spec of before the field
@@ -233,6 +234,8 @@ def test_from_summary_makes_figure4_read_the_summary_and_names_a_missing_file(tm
     assert language_jobs.figure_spec(config, "figure4")["from_summary"] == "docs/findings/smollm2_decide.csv"
     assert study_of("figure4").figure_tables(config, "figure4") == ["docs/findings/smollm2_decide.csv"]
     assert study_of("figure4").made_from(config, "figure4") == ["docs/findings/smollm2_decide.csv"]
+    # what `lengthgen findings RESULTS` judges it from: the summary where it is, not under RESULTS
+    assert figure_inputs(config, "figure4", tmp_path / "results") == [Path("docs/findings/smollm2_decide.csv")]
     config["language"]["figure"]["from_summary"] = str(tmp_path / "nothing.csv")
     with pytest.raises(language_jobs.LanguageConfigError, match="language.figure.from_summary=.*nothing.csv.*: no "
                                                                 "such run summary"):

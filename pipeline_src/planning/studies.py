@@ -38,8 +38,9 @@ def study_of(figure: str) -> Study:
 
 def figure_inputs(config: dict, figure: str, results: Path) -> list[Path]:
     """The tables ``figure``'s job reads (its study's ``figure_tables``), as far as they exist under
-    the results folder ``results``: what ``lengthgen findings`` judges a finding from."""
-    wanted = study_of(figure).figure_tables(config, figure)
-    return [path for name in wanted if (path := paths.under(results, name)).is_file()]
+    the results folder ``results`` (a table outside ``results/``, such as a committed run summary, where
+    it is named): what ``lengthgen findings`` judges a finding from."""
+    locate = paths.locate_under(results)
+    return [path for name in study_of(figure).figure_tables(config, figure) if (path := Path(locate(name))).is_file()]
 
 
