@@ -9,6 +9,8 @@ decides a contradiction), with the groups' means to show beside it.
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,31 +72,80 @@ def jonckheere_statistic(*groups: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def jonckheere(cell: str, labels: list[str], groups: list[np.ndarray], thresholds: tuple[float, ...] = ()) -> Trend:
     """The Jonckheere-Terpstra test that values rise from the first of ``groups`` (independent
-    models, one value per seed) to the last: a one-sided permutation p (``scipy.stats.permutation_test``,
-    the values shuffled between groups, :data:`JT_RESAMPLES` permutations drawn with :data:`JT_SEED`,
-    exact where fewer are distinct), and the same for the reverse order. Monte Carlo error never decides:
-    while a drawn p's Monte Carlo interval holds one of the ``thresholds`` it is compared with, it is
-    drawn again with more permutations, up to :data:`JT_MOST_RESAMPLES` (:mod:`.monte_carlo`)."""
+    models, one value per seed) to the last: a one-sided permutation p, the values shuffled between
+    groups, :data:`JT_RESAMPLES` permutations drawn with :data:`JT_SEED` (``scipy.stats.permutation_test``'s
+    p to the bit, and its enumeration where fewer are distinct), and the same for the reverse order, from
+    the same permutations. Monte Carlo error never decides: while a drawn p's Monte Carlo interval holds
+    one of the ``thresholds`` it is compared with, it is drawn again with more permutations, up to
+    :data:`JT_MOST_RESAMPLES` (:mod:`.monte_carlo`)."""
     values = tuple(tuple(float(value) for value in group) for group in groups)
-    (p, draws), (p_reverse, draws_reverse) = (_p_value(values, alternative, tuple(thresholds))
-                                              for alternative in ("greater", "less"))
+    (p, draws), (p_reverse, draws_reverse) = _p_values(values, tuple(thresholds))
     return Trend("Jonckheere-Terpstra", cell, tuple(labels), tuple(float(np.mean(group)) for group in values),
                  min(len(group) for group in values), p, p_reverse, draws=(draws, draws_reverse))
 
 
+ALTERNATIVES = ("greater", "less")  # the predicted order, then its reverse
+
+
 @functools.lru_cache(maxsize=4096)  # a leave-one-seed-out recomputation meets the same groups again
-def _p_value(values: tuple[tuple[float, ...], ...], alternative: str,
-             thresholds: tuple[float, ...]) -> tuple[float, int]:
-    """(p, the permutations drawn where more than :data:`JT_RESAMPLES`, else 0) of :func:`jonckheere`."""
+def _p_values(values: tuple[tuple[float, ...], ...], thresholds: tuple[float, ...]) -> tuple[tuple[float, int], ...]:
+    """For each of :data:`ALTERNATIVES`, (p, the permutations drawn where more than :data:`JT_RESAMPLES`,
+    else 0) of :func:`jonckheere`: both read one null distribution a round."""
+    found: dict[str, tuple[float, int]] = {}
+    resamples = JT_RESAMPLES
+    while len(found) < len(ALTERNATIVES):
+        if _distinct_partitions(values) <= resamples:  # scipy enumerates them: its own computation
+            for alternative in ALTERNATIVES:
+                found.setdefault(alternative, _enumerated(values, alternative, resamples))
+            break
+        null, observed = _drawn_null(values, resamples), jonckheere_statistic(*values)
+        for alternative in ALTERNATIVES:
+            if alternative in found:
+                continue
+            p = _drawn_p(null, observed, alternative)
+            if resamples >= JT_MOST_RESAMPLES or not straddles(p, resamples, thresholds):
+                found[alternative] = p, 0 if resamples == JT_RESAMPLES else resamples
+        resamples *= MORE
+    return tuple(found[alternative] for alternative in ALTERNATIVES)
+
+
+def _distinct_partitions(values: tuple[tuple[float, ...], ...]) -> int:
+    """The ways to deal the pooled values into groups of these sizes (scipy enumerates them when no
+    more than the permutations asked for)."""
+    sizes = list(itertools.accumulate(len(group) for group in values))
+    return math.prod(math.comb(total, total - size) for total, size in zip(sizes[1:], sizes[:-1], strict=True)
+                     ) if len(sizes) > 1 else 1
+
+
+def _enumerated(values, alternative: str, resamples: int) -> tuple[float, int]:
+    """scipy's own p where it enumerates every distinct partition."""
     from scipy.stats import permutation_test
 
-    groups = [np.asarray(group, dtype=float) for group in values]
-    resamples = JT_RESAMPLES
-    while True:
-        found = permutation_test(groups, jonckheere_statistic, permutation_type="independent", vectorized=True,
-                                 n_resamples=resamples, alternative=alternative, batch=JT_BATCH,
-                                 rng=np.random.default_rng(JT_SEED))
-        exact = len(found.null_distribution) < resamples  # scipy enumerated every distinct permutation
-        if exact or resamples >= JT_MOST_RESAMPLES or not straddles(float(found.pvalue), resamples, thresholds):
-            return float(found.pvalue), 0 if exact or resamples == JT_RESAMPLES else resamples
-        resamples *= MORE
+    found = permutation_test([np.asarray(group, dtype=float) for group in values], jonckheere_statistic,
+                             permutation_type="independent", vectorized=True, n_resamples=resamples,
+                             alternative=alternative, batch=JT_BATCH, rng=np.random.default_rng(JT_SEED))
+    return float(found.pvalue), 0
+
+
+def _drawn_null(values: tuple[tuple[float, ...], ...], resamples: int) -> np.ndarray:
+    """The statistic under ``resamples`` permutations of the pooled values drawn with :data:`JT_SEED`,
+    the very permutations scipy's ``permutation_test`` draws one call of ``Generator.permutation`` at a
+    time (``Generator.permuted`` over rows of a batch consumes the stream row by row alike), scored
+    :data:`JT_BATCH` at a time."""
+    pooled = np.concatenate([np.asarray(group, dtype=float) for group in values])
+    edges = list(itertools.accumulate((len(group) for group in values), initial=0))
+    rng, null = np.random.default_rng(JT_SEED), []
+    for start in range(0, resamples, JT_BATCH):
+        rows = min(JT_BATCH, resamples - start)
+        shuffled = pooled[rng.permuted(np.tile(np.arange(len(pooled)), (rows, 1)), axis=1)]
+        null.append(jonckheere_statistic(*(shuffled[:, low:high] for low, high in zip(edges[:-1], edges[1:],
+                                                                                       strict=True))))
+    return np.concatenate(null)
+
+
+def _drawn_p(null: np.ndarray, observed: np.ndarray, alternative: str) -> float:
+    """A drawn permutation p as scipy computes it: (the null's values as or more extreme, within its
+    relative tolerance of 100 eps, + 1) / (permutations + 1)."""
+    gamma = np.abs(np.finfo(np.float64).eps * 100 * observed)
+    extreme = null >= observed - gamma if alternative == "greater" else null <= observed + gamma
+    return float(np.clip((np.count_nonzero(extreme) + 1) / (len(null) + 1), 0.0, 1.0))
