@@ -477,32 +477,6 @@ def test_readme_option_replaces_only_the_table_between_the_markers(tmp_path):
                                   f"{run_findings.README_END}\nafter\n")
 
 
-SCALES = REPO / "docs" / "findings" / "scales.yaml"  # the committed summaries the README's table shows
-PAGE = "docs/findings_by_scale.md"  # the page behind the README's table
-REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
-              "lengthgen findings --scales docs/findings/scales.yaml --claims claims --readme README.md "
-              f"--markdown {PAGE}")
-
-
-def test_readme_findings_table_is_the_committed_summaries(tmp_path, monkeypatch):
-    """The README's table and the page behind it are what the command writes from the committed summaries."""
-    import shutil
-
-    monkeypatch.chdir(REPO)
-    (tmp_path / "docs").mkdir()
-    readme = shutil.copy(REPO / "README.md", tmp_path / "README.md")
-    page = tmp_path / PAGE
-    page.write_text("stale")
-    done = CliRunner().invoke(main, ["findings", "--scales", str(SCALES.relative_to(REPO)), "--claims", "claims",
-                                     "--readme", str(readme),
-                                     "--markdown", str(page)])
-    assert done.exit_code == 0, done.output
-    assert (REPO / "README.md").read_text() == readme.read_text(), (
-        f"README.md's findings table is not what {SCALES.relative_to(REPO)} gives; regenerate: {REGENERATE}")
-    assert (REPO / PAGE).read_text() == page.read_text().replace(str(tmp_path) + "/", ""), (
-        f"{PAGE} is stale: {REGENERATE}")
-
-
 # --- the report's landing page leads with the findings ---
 
 

@@ -49,7 +49,7 @@ def test_a_uniform_effect_holds_in_every_leave_one_seed_out_and_undecided_is_not
 
 def test_the_committed_verdicts_weigh_as_measured():
     """F2 of the default run holds whichever of its 5 seeds is left out (F1r at the CPU range, 3 of 8:
-    tests/test_claim_parts.py)."""
+    tests/test_committed_scales.py)."""
     config = load_config(())
     f2 = next(row for row in findings(config, summary_rows(config, REPO / "docs/findings/default_run.csv"))
               if row.finding == "F2")

@@ -219,17 +219,19 @@ def as_text(scales: list[Scale], found: list[list[judged.Finding] | None], width
 
 
 def report(path: Path, *, markdown_file: Path | None = None, readme: Path | None = None,
-           claim_folders: tuple[Path, ...] = ()) -> str:
-    """``lengthgen findings --scales``: every scale of the scales file ``path`` judged, as text; the page
-    of criteria and numbers (:func:`as_page`) also written to ``markdown_file``, and the table
-    (:func:`as_table`, with a link to that page) between the findings markers of ``readme``."""
+           claim_folders: tuple[Path, ...] = (), found: list[list[judged.Finding] | None] | None = None) -> str:
+    """``lengthgen findings --scales``: every scale of the scales file ``path`` judged (or ``found``, its
+    scales' rows as :func:`judge_scale` gave them), as text; the page of criteria and numbers
+    (:func:`as_page`) also written to ``markdown_file``, and the table (:func:`as_table`, with a link to
+    that page) between the findings markers of ``readme``."""
     import os
 
     from ..storage.atomic import write_text
     from .run_findings import put_in_readme
 
     scales = read(path)
-    found = [judge_scale(scale, claim_folders) for scale in scales]
+    if found is None:
+        found = [judge_scale(scale, claim_folders) for scale in scales]
     command = (f"lengthgen findings --scales {path}" + "".join(f" --claims {folder}" for folder in claim_folders)
                + (f" --readme {readme}" if readme else "")) + (
         f" --markdown {markdown_file}" if markdown_file else "")

@@ -1,10 +1,13 @@
-"""A claim's named parts ((a), (b): its file's ``parts``), each judged apart in the tables under the
-claim's own rule and shown with who states it; the claim's verdict and registration are unchanged by
-naming them."""
+"""The committed scales (docs/findings/scales.yaml) judged once for the module: the README's table and
+the page behind it are what the command writes of them; a claim's named parts ((a), (b): its file's
+``parts``), each judged apart in the tables under the claim's own rule and shown with who states it; the
+claim's verdict and registration are unchanged by naming them."""
 
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,12 +22,36 @@ from tests.helpers import REPO
 F1R = REPO / "pipeline_src/findings/claims/F1r.yaml"
 
 
+SCALES = Path("docs/findings/scales.yaml")  # the committed summaries the README's table shows (from REPO)
+CLAIMS = (Path("claims"),)  # the users' claims the README's table judges beside the paper's
+PAGE = "docs/findings_by_scale.md"  # the page behind the README's table
+REGENERATE = ("lengthgen findings RESULTS --export docs/findings/<summary>.csv (from that run's results), then "
+              "lengthgen findings --scales docs/findings/scales.yaml --claims claims --readme README.md "
+              f"--markdown {PAGE}")
+
+
 @pytest.fixture(scope="module")
 def judged_scales():
-    """Every committed scale judged as the README's table judges it, once for this module (F1r's
-    leave-one-seed-out recomputations are the costly part)."""
-    listed = scales.read(REPO / "docs/findings/scales.yaml")
-    return listed, [scales.judge_scale(scale) for scale in listed]
+    """Every committed scale judged as the README's table judges it (``lengthgen findings --scales
+    docs/findings/scales.yaml --claims claims``), once for this module (F1r's leave-one-seed-out
+    recomputations are the costly part)."""
+    listed = scales.read(REPO / SCALES)
+    return listed, [scales.judge_scale(scale, tuple(REPO / folder for folder in CLAIMS)) for scale in listed]
+
+
+def test_readme_findings_table_is_the_committed_summaries(judged_scales, tmp_path, monkeypatch):
+    """The README's table and the page behind it are what the command writes from the committed summaries
+    (its judging is ``scales.judge_scale``'s, as the fixture's; the command's own path: test_findings.py)."""
+    monkeypatch.chdir(REPO)
+    (tmp_path / "docs").mkdir()
+    readme = shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    page = tmp_path / PAGE
+    page.write_text("stale")
+    scales.report(SCALES, markdown_file=page, readme=readme, claim_folders=CLAIMS, found=judged_scales[1])
+    assert (REPO / "README.md").read_text() == readme.read_text(), (
+        f"README.md's findings table is not what {SCALES} gives; regenerate: {REGENERATE}")
+    assert (REPO / PAGE).read_text() == page.read_text().replace(str(tmp_path) + "/", ""), (
+        f"{PAGE} is stale: {REGENERATE}")
 
 
 def test_f1r_is_shown_as_its_two_parts_each_with_its_deciding_number(judged_scales):
