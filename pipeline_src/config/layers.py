@@ -7,6 +7,7 @@ this reads. Torch-free and cheap: the Snakefile reads its config through here at
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 from .schema import coerced, defaults_taken
@@ -40,18 +41,27 @@ def read_config(configfiles: list[Path] | tuple[Path, ...] = (), base: Path | No
 
 
 def _read_config_file(path: Path) -> dict:
-    """The mapping a YAML (or JSON) config file holds; invalid YAML names the line and column."""
+    """The mapping a YAML (or JSON) config file holds (a copy of its own: the caller may edit it); invalid
+    YAML names the line and column."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read config: {err}") from None
+    return copy.deepcopy(_parsed(str(path), text))
+
+
+@functools.lru_cache(maxsize=256)  # a search over the shipped layerings reads each file hundreds of times
+def _parsed(path: str, text: str) -> dict:
+    """The mapping ``text``, the config file ``path``'s content, holds (a pure function of both)."""
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = " ".join(str(part) for part in (getattr(err, "context", None), getattr(err, "problem", None)) if part)
         raise ConfigError(f"{where}: not valid YAML: {problem or err}") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read config: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config file holds a mapping of keys, not {type(data).__name__}")
     return data
