@@ -138,11 +138,22 @@ def claim_schema() -> dict:
 
 def load(path: Path) -> Claim:
     """The claim file ``path``, checked (a :class:`ClaimError` naming the file and the field)."""
-    from ..config.schema import ConfigSchemaError, check
-
     path = Path(path)
     try:
-        entry = yaml.safe_load(path.read_text())
+        text = path.read_text()
+    except OSError as err:
+        raise ClaimError(f"{path}: not a claim file ({str(err).splitlines()[0]})") from None
+    return _parsed(path, text)
+
+
+@functools.lru_cache(maxsize=256)  # a search over the shipped layerings reads every claim file for each
+def _parsed(path: Path, text: str) -> Claim:
+    """The claim ``text``, the file ``path``'s content, holds, checked (a pure function of both; a Claim
+    is frozen, so one may be shared)."""
+    from ..config.schema import ConfigSchemaError, check
+
+    try:
+        entry = yaml.safe_load(text)
         check(entry, claim_schema(), str(path))
     except (OSError, yaml.YAMLError) as err:
         raise ClaimError(f"{path}: not a claim file ({str(err).splitlines()[0]})") from None
