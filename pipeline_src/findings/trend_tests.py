@@ -132,15 +132,28 @@ def _drawn_null(values: tuple[tuple[float, ...], ...], resamples: int) -> np.nda
     the very permutations scipy's ``permutation_test`` draws one call of ``Generator.permutation`` at a
     time (``Generator.permuted`` over rows of a batch consumes the stream row by row alike), scored
     :data:`JT_BATCH` at a time."""
-    pooled = np.concatenate([np.asarray(group, dtype=float) for group in values])
+    _, ranks = np.unique(np.concatenate(values), return_inverse=True)  # the same order and ties, as small ints
+    ranks = ranks.astype(np.int16)
     edges = list(itertools.accumulate((len(group) for group in values), initial=0))
     rng, null = np.random.default_rng(JT_SEED), []
     for start in range(0, resamples, JT_BATCH):
         rows = min(JT_BATCH, resamples - start)
-        shuffled = pooled[rng.permuted(np.tile(np.arange(len(pooled)), (rows, 1)), axis=1)]
-        null.append(jonckheere_statistic(*(shuffled[:, low:high] for low, high in zip(edges[:-1], edges[1:],
-                                                                                       strict=True))))
+        shuffled = ranks[rng.permuted(np.tile(np.arange(len(ranks)), (rows, 1)), axis=1)]
+        null.append(_counted_statistic([shuffled[:, low:high]
+                                        for low, high in zip(edges[:-1], edges[1:], strict=True)]))
     return np.concatenate(null)
+
+
+def _counted_statistic(groups: list[np.ndarray]) -> np.ndarray:
+    """:func:`jonckheere_statistic` of integer ``groups`` [permutations, values], counted (twice the pairs
+    with the later group's larger, once the ties, halved): the same numbers exactly, about twice as fast."""
+    twice = 0
+    for i, low in enumerate(groups):
+        for high in groups[i + 1:]:
+            above, below = high[..., None, :], low[..., :, None]
+            twice = twice + 2 * np.count_nonzero(above > below, axis=(-1, -2)) + np.count_nonzero(above == below,
+                                                                                                   axis=(-1, -2))
+    return twice / 2
 
 
 def _drawn_p(null: np.ndarray, observed: np.ndarray, alternative: str) -> float:
