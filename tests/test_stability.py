@@ -97,3 +97,16 @@ def test_few_targets_are_left_out_one_at_a_time():
     assert (found.holds, found.of, found.unit, found.fragile) == (10, 10, "target", False)
     assert found.sentence() == "holds in 10 of 10 leave-one-target-out"
     assert over_targets(F4_PAIRED, F4_SPEC, fraction_rows(own, other), "undecided: ...") is None
+
+
+def test_the_resampled_signed_rank_word_is_the_full_tests_word():
+    """Over targets the rule's word skips the reverse test where the forward one decides: the same word as
+    the paired test made both ways, own above, below, level and all zero."""
+    from pipeline_src.findings import judge_targets
+
+    rng = np.random.default_rng(11)
+    cases = [(rng.normal(shift, 1, n), rng.normal(0, 1, n)) for shift in (-1.0, 0.0, 1.0) for n in (6, 30)]
+    cases.append((np.ones(8), np.ones(8)))
+    words = [judge_targets.signed_rank_word_of(own, other) for own, other in cases]
+    assert words == [judge_targets.signed_rank_word(significance.signed_rank(own, other)) for own, other in cases]
+    assert {judge_targets.REPRODUCED, judge_targets.CONTRADICTED, None} <= set(words)

@@ -82,6 +82,14 @@ def signed_rank_word(test: significance.SignedRank) -> str | None:
             else None)
 
 
+def signed_rank_word_of(own, other) -> str | None:
+    """:func:`signed_rank_word` of the paired test of ``own`` against ``other``, the reverse test made only
+    where the word depends on it (own above at ALPHA reproduces whatever the reverse p)."""
+    if significance.signed_rank_p(own, other, "greater") <= significance.ALPHA:
+        return REPRODUCED
+    return CONTRADICTED if significance.signed_rank_p(own, other, "less") <= significance.ALPHA else None
+
+
 def signed_rank(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:
     """Per gaining target (the gain L_short - L_long involves no selection) its own fraction minus another
     document's; one-sided Wilcoxon signed-rank tests over those targets."""

@@ -287,18 +287,21 @@ class SignedRank:
 def signed_rank(a, b) -> SignedRank:
     """The paired one-sided signed-rank tests of ``a`` above ``b`` and the other way (p 1 both ways
     where every difference is zero: nothing to rank)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    p, p_reverse = signed_rank_p(a, b, "greater"), signed_rank_p(a, b, "less")
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else None
+    return SignedRank(len(d), int(np.sum(d > 0)), float(np.mean(d)), sd, p, p_reverse)
+
+
+def signed_rank_p(a, b, alternative: str) -> float:
+    """The one-sided signed-rank p of ``a`` above ``b`` (``alternative`` "greater") or below ("less"):
+    scipy's ``wilcoxon``, 1 where every difference is zero (nothing to rank)."""
     from scipy import stats
 
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if not len(d):
         raise ValueError("a signed-rank test needs at least one pair")
-    if np.any(d != 0):
-        p = float(stats.wilcoxon(a, b, alternative="greater").pvalue)
-        p_reverse = float(stats.wilcoxon(a, b, alternative="less").pvalue)
-    else:
-        p = p_reverse = 1.0
-    sd = float(np.std(d, ddof=1)) if len(d) > 1 else None
-    return SignedRank(len(d), int(np.sum(d > 0)), float(np.mean(d)), sd, p, p_reverse)
+    return float(stats.wilcoxon(a, b, alternative=alternative).pvalue) if np.any(d != 0) else 1.0
 
 
 def pairs_needed_signed_rank(differences, alpha: float = ALPHA) -> int | None:

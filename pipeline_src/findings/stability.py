@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 import polars as pl
 
-from . import judge_targets, run_summary, significance
+from . import judge_targets, run_summary
 from .claim_file import Claim
 from .finding import FRAGILE
 from .verdicts import CONTRADICTED, REPRODUCED
@@ -116,7 +116,7 @@ def rule_of(claim: Claim, spec: dict) -> Callable[[np.ndarray, np.ndarray], str 
             _, low, high = median_interval(values, n_boot=spec["n_boot"], seed=spec["seed"])
             return float(low), float(high)
         return lambda better, worse: judge_targets.intervals_word(bounds(better), bounds(worse))
-    return lambda better, worse: judge_targets.signed_rank_word(significance.signed_rank(better, worse))
+    return judge_targets.signed_rank_word_of
 
 
 def leave_one_seed_out(claim: Claim, spec: dict, rows: pl.DataFrame, word: str,
