@@ -92,13 +92,13 @@ def _p_values(values: tuple[tuple[float, ...], ...], thresholds: tuple[float, ..
     """For each of :data:`ALTERNATIVES`, (p, the permutations drawn where more than :data:`JT_RESAMPLES`,
     else 0) of :func:`jonckheere`: both read one null distribution a round."""
     found: dict[str, tuple[float, int]] = {}
-    resamples = JT_RESAMPLES
+    resamples, distinct, observed = JT_RESAMPLES, _distinct_partitions(values), jonckheere_statistic(*values)
     while len(found) < len(ALTERNATIVES):
-        if _distinct_partitions(values) <= resamples:  # scipy enumerates them: its own computation
+        if distinct <= resamples:  # scipy enumerates them: its own computation
             for alternative in ALTERNATIVES:
                 found.setdefault(alternative, _enumerated(values, alternative, resamples))
             break
-        null, observed = _drawn_null(values, resamples), jonckheere_statistic(*values)
+        null = _drawn_null(values, resamples)
         for alternative in ALTERNATIVES:
             if alternative in found:
                 continue
@@ -112,9 +112,8 @@ def _p_values(values: tuple[tuple[float, ...], ...], thresholds: tuple[float, ..
 def _distinct_partitions(values: tuple[tuple[float, ...], ...]) -> int:
     """The ways to deal the pooled values into groups of these sizes (scipy enumerates them when no
     more than the permutations asked for)."""
-    sizes = list(itertools.accumulate(len(group) for group in values))
-    return math.prod(math.comb(total, total - size) for total, size in zip(sizes[1:], sizes[:-1], strict=True)
-                     ) if len(sizes) > 1 else 1
+    totals = list(itertools.accumulate(len(group) for group in values))  # values in the first j groups
+    return math.prod(math.comb(total, before) for total, before in zip(totals[1:], totals[:-1], strict=True))
 
 
 def _enumerated(values, alternative: str, resamples: int) -> tuple[float, int]:
