@@ -93,16 +93,17 @@ def _p_values(values: tuple[tuple[float, ...], ...], thresholds: tuple[float, ..
     else 0) of :func:`jonckheere`: both read one null distribution a round."""
     found: dict[str, tuple[float, int]] = {}
     resamples, distinct, observed = JT_RESAMPLES, _distinct_partitions(values), jonckheere_statistic(*values)
+    null = _DrawnNull(values)  # each round's permutations begin with the last round's
     while len(found) < len(ALTERNATIVES):
         if distinct <= resamples:  # scipy enumerates them: its own computation
             for alternative in ALTERNATIVES:
                 found.setdefault(alternative, _enumerated(values, alternative, resamples))
             break
-        null = _drawn_null(values, resamples)
+        drawn = null.first(resamples)
         for alternative in ALTERNATIVES:
             if alternative in found:
                 continue
-            p = _drawn_p(null, observed, alternative)
+            p = _drawn_p(drawn, observed, alternative)
             if resamples >= JT_MOST_RESAMPLES or not straddles(p, resamples, thresholds):
                 found[alternative] = p, 0 if resamples == JT_RESAMPLES else resamples
         resamples *= MORE
@@ -126,32 +127,42 @@ def _enumerated(values, alternative: str, resamples: int) -> tuple[float, int]:
     return float(found.pvalue), 0
 
 
-def _drawn_null(values: tuple[tuple[float, ...], ...], resamples: int) -> np.ndarray:
-    """The statistic under ``resamples`` permutations of the pooled values drawn with :data:`JT_SEED`,
-    the very permutations scipy's ``permutation_test`` draws one call of ``Generator.permutation`` at a
-    time (``Generator.permuted`` over rows of a batch consumes the stream row by row alike), scored
-    :data:`JT_BATCH` at a time."""
-    _, ranks = np.unique(np.concatenate(values), return_inverse=True)  # the same order and ties, as small ints
-    ranks = ranks.astype(np.int16)
-    edges = list(itertools.accumulate((len(group) for group in values), initial=0))
-    rng, null = np.random.default_rng(JT_SEED), []
-    for start in range(0, resamples, JT_BATCH):
-        rows = min(JT_BATCH, resamples - start)
-        shuffled = ranks[rng.permuted(np.tile(np.arange(len(ranks)), (rows, 1)), axis=1)]
-        null.append(_counted_statistic([shuffled[:, low:high]
-                                        for low, high in zip(edges[:-1], edges[1:], strict=True)]))
-    return np.concatenate(null)
+class _DrawnNull:
+    """The statistic under permutations of the pooled values drawn with :data:`JT_SEED`, the very
+    permutations scipy's ``permutation_test`` draws one call of ``Generator.permutation`` at a time
+    (``Generator.permuted`` over rows of a batch consumes the stream row by row alike, so batches may
+    end anywhere), scored :data:`JT_BATCH` at a time. Asked for more, it draws on from where it
+    stopped: the first n of a longer draw are the n of a shorter one."""
+
+    def __init__(self, values: tuple[tuple[float, ...], ...]):
+        _, ranks = np.unique(np.concatenate(values), return_inverse=True)  # the same order and ties, as small ints
+        self._ranks = ranks.astype(np.int8 if len(ranks) <= np.iinfo(np.int8).max else np.int16)
+        self._edges = list(itertools.accumulate((len(group) for group in values), initial=0))
+        self._rng, self._scored = np.random.default_rng(JT_SEED), []
+
+    def first(self, resamples: int) -> np.ndarray:
+        """The statistic under the first ``resamples`` permutations."""
+        drawn = sum(map(len, self._scored))
+        while drawn < resamples:
+            rows = min(JT_BATCH, resamples - drawn)
+            order = self._rng.permuted(np.tile(np.arange(len(self._ranks)), (rows, 1)), axis=1)
+            shuffled, edges = self._ranks[order], self._edges
+            self._scored.append(_counted_statistic([shuffled[:, low:high]
+                                                    for low, high in zip(edges[:-1], edges[1:], strict=True)]))
+            drawn += rows
+        return np.concatenate(self._scored)[:resamples]
 
 
 def _counted_statistic(groups: list[np.ndarray]) -> np.ndarray:
-    """:func:`jonckheere_statistic` of integer ``groups`` [permutations, values], counted (twice the pairs
-    with the later group's larger, once the ties, halved): the same numbers exactly, about twice as fast."""
+    """:func:`jonckheere_statistic` of integer ``groups`` [permutations, values]: twice the statistic is,
+    over each group against all later ones, the pairs plus the sum of the signs of their differences
+    (+1 where the later value is larger, 0 for a tie); the same numbers exactly, three times as fast."""
     twice = 0
-    for i, low in enumerate(groups):
-        for high in groups[i + 1:]:
-            above, below = high[..., None, :], low[..., :, None]
-            twice = twice + 2 * np.count_nonzero(above > below, axis=(-1, -2)) + np.count_nonzero(above == below,
-                                                                                                   axis=(-1, -2))
+    for i, low in enumerate(groups[:-1]):
+        high = np.concatenate(groups[i + 1:], axis=-1)
+        signs = high[..., None, :] - low[..., :, None]  # small integers: no overflow below 128 distinct values
+        np.sign(signs, out=signs)
+        twice = twice + signs.sum(axis=(-1, -2), dtype=np.int64) + low.shape[-1] * high.shape[-1]
     return twice / 2
 
 
