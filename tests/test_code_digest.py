@@ -327,3 +327,27 @@ def test_every_cli_function_importing_pipeline_code_runs_a_stage():
     importing = {name for name, node in functions.items() if imports_and_calls(node, functions)[0] - out}
     assert importing <= run, f"{sorted(importing - run)} import pipeline code but run no stage's jobs"
 
+
+
+def test_a_digest_read_from_the_parses_an_earlier_process_stored_is_the_parsed_one(package, monkeypatch):
+    """The store of parses (code_digest.STORE) gives the same digests without parsing a file; a store
+    that cannot be read, or an edited file, is parsed anew."""
+    def in_a_new_process() -> dict:
+        code_digest._parsed.cache_clear()  # what a process keeps in memory only
+        return digests(STAGE_JOBS.values())
+
+    parsed = in_a_new_process()
+    code_digest._store(code_digest._stored())  # as at the end of the process that parsed them
+    assert (package / code_digest.STORE).is_file()
+    real_parse = code_digest._parsed_source
+    monkeypatch.setattr(code_digest, "_parsed_source", lambda *_: pytest.fail("parsed though stored"))
+    assert in_a_new_process() == parsed
+
+    monkeypatch.setattr(code_digest, "_parsed_source", real_parse)
+    (package / code_digest.STORE).write_text("{")
+    assert in_a_new_process() == parsed
+    code_digest._store(code_digest._stored())
+    model = package / "model.py"
+    model.write_text(model.read_text() + "\nEDITED = 1\n")
+    importing = {job for job in STAGE_JOBS.values() if "model" in closure(entry_modules(*job))}
+    assert importing and changed(parsed, in_a_new_process()) == importing
