@@ -104,12 +104,14 @@ def suptitle(fig, text: str) -> None:
     fig.suptitle(textwrap.fill(text, max(40, int(fig.get_figwidth() * 12))), fontsize=10)
 
 
-def text_px_in_report(fig) -> float:
+def text_px_in_report(fig, drawn: bool = False) -> float:
     """The height in px of ``fig``'s smallest visible text as the report shows the saved PNG (font
-    size at :data:`DPI`, scaled down when the tight image is wider than :data:`REPORT_WIDTH_PX`)."""
+    size at :data:`DPI`, scaled down when the tight image is wider than :data:`REPORT_WIDTH_PX`).
+    ``drawn``: ``fig`` was drawn already (saved), so its tick labels have their text and its layout is done."""
     from matplotlib.text import Text
 
-    fig.draw_without_rendering()  # tick labels get their text when drawn
+    if not drawn:
+        fig.draw_without_rendering()  # tick labels get their text when drawn
     renderer = fig.canvas.get_renderer()
     sizes = [text.get_fontsize() for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip()]
     if not sizes:
@@ -132,12 +134,12 @@ def save_figure(fig, outputs: list[Path], rule: str, spec: dict, inputs: list[Pa
     record = build_record(rule, stage, spec, inputs={f"input{i}": p for i, p in enumerate(inputs)},
                           seeds=_seeds(spec), task=spec.get("task"))
     record["made_with"] = upstream_values(inputs)
-    shown = text_px_in_report(fig)
-    if shown < MIN_TEXT_PX:
-        print(f"warning: {rule}: its smallest text shows {shown:.1f} px tall in the report (at least {MIN_TEXT_PX} "
-              "wanted): fewer panels per row or a larger font", file=sys.stderr)
     for path in outputs:
         path = Path(path)
         attach(path, record, lambda tmp, _meta, path=path: fig.savefig(
             tmp, format=path.suffix[1:], metadata=_METADATA[path.suffix], dpi=DPI, bbox_inches="tight"))
+    shown = text_px_in_report(fig, drawn=bool(outputs))  # measured on the saved layout: no third drawing
+    if shown < MIN_TEXT_PX:
+        print(f"warning: {rule}: its smallest text shows {shown:.1f} px tall in the report (at least {MIN_TEXT_PX} "
+              "wanted): fewer panels per row or a larger font", file=sys.stderr)
     plt.close(fig)
