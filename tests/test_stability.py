@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
+import pytest
 
 from pipeline_src.findings import significance
 from pipeline_src.findings.claim_file import load_claims
@@ -110,3 +111,20 @@ def test_the_resampled_signed_rank_word_is_the_full_tests_word():
     words = [judge_targets.signed_rank_word_of(own, other) for own, other in cases]
     assert words == [judge_targets.signed_rank_word(significance.signed_rank(own, other)) for own, other in cases]
     assert {judge_targets.REPRODUCED, judge_targets.CONTRADICTED, None} <= set(words)
+
+
+@pytest.mark.parametrize("n", [6, 14, 30, 51])
+def test_the_signed_rank_p_of_many_resamples_at_once_is_each_ones_own(n):
+    """Resamples tested together (those scipy makes asymptotic in one call) give each its own test's p to
+    the bit: continuous, rounded (tied) and bootstrap-drawn differences, a resample of no difference."""
+    rng = np.random.default_rng(n)
+    own, other = rng.normal(0.3, 1, n), rng.normal(0, 1, n)
+    drawn = rng.integers(0, n, size=(10, n))
+    cases = [(rng.normal(0.3, 1, (10, n)), rng.normal(0, 1, (10, n))),
+             (np.round(rng.normal(0.3, 1, (20, n)), 1), np.round(rng.normal(0, 1, (20, n)), 1)),
+             (own[drawn], other[drawn])]
+    for a, b in cases:
+        a[0] = b[0]
+        for alternative in ("greater", "less"):
+            each = [significance.signed_rank_p(x, y, alternative) for x, y in zip(a, b, strict=True)]
+            assert significance.signed_rank_ps(a, b, alternative).tolist() == each

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 
 from . import run_summary, significance, summary_parts, verdicts
@@ -83,11 +84,22 @@ def signed_rank_word(test: significance.SignedRank) -> str | None:
 
 
 def signed_rank_word_of(own, other) -> str | None:
-    """:func:`signed_rank_word` of the paired test of ``own`` against ``other``, the reverse test made only
-    where the word depends on it (own above at ALPHA reproduces whatever the reverse p)."""
-    if significance.signed_rank_p(own, other, "greater") <= significance.ALPHA:
-        return REPRODUCED
-    return CONTRADICTED if significance.signed_rank_p(own, other, "less") <= significance.ALPHA else None
+    """:func:`signed_rank_word` of the paired test of ``own`` against ``other``."""
+    return signed_rank_words(np.atleast_2d(own), np.atleast_2d(other))[0]
+
+
+def signed_rank_words(own: np.ndarray, other: np.ndarray) -> list[str | None]:
+    """:func:`signed_rank_word` of each row of ``own`` against the same row of ``other`` (resamples of the
+    targets), the reverse test made only where the word depends on it (own above at ALPHA reproduces
+    whatever the reverse p)."""
+    alpha = significance.ALPHA
+    words: list[str | None] = [REPRODUCED if p <= alpha else None
+                               for p in significance.signed_rank_ps(own, other, "greater")]
+    rest = [row for row, word in enumerate(words) if word is None]
+    if rest:
+        for row, p in zip(rest, significance.signed_rank_ps(own[rest], other[rest], "less"), strict=True):
+            words[row] = CONTRADICTED if p <= alpha else None
+    return words
 
 
 def signed_rank(claim: Claim, spec: dict, rows: pl.DataFrame) -> Finding:

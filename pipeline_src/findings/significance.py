@@ -304,6 +304,30 @@ def signed_rank_p(a, b, alternative: str) -> float:
     return float(stats.wilcoxon(a, b, alternative=alternative).pvalue) if np.any(d != 0) else 1.0
 
 
+def signed_rank_ps(a, b, alternative: str) -> np.ndarray:
+    """:func:`signed_rank_p` of each row of ``a`` against the same row of ``b`` (2-d, one test a row), each
+    equal to its own call: the rows whose test scipy's ``wilcoxon`` makes asymptotic (more than 50 pairs,
+    or more than 13 with a zero or tied difference: a bootstrap resample's) in one call along the rows, the
+    others (its exact and permutation tests) one by one."""
+    from scipy import stats
+
+    a, b = np.atleast_2d(np.asarray(a, dtype=np.float64)), np.atleast_2d(np.asarray(b, dtype=np.float64))
+    d = a - b
+    if not d.shape[1]:
+        raise ValueError("a signed-rank test needs at least one pair")
+    magnitudes = np.sort(np.abs(d), axis=1)
+    tied_or_zero = (magnitudes[:, 0] == 0) | np.any(magnitudes[:, 1:] == magnitudes[:, :-1], axis=1)
+    ranked = np.any(d != 0, axis=1)
+    asymptotic = ranked & ((d.shape[1] > 50) | ((d.shape[1] > 13) & tied_or_zero))
+    p = np.ones(len(d))
+    if asymptotic.any():
+        p[asymptotic] = stats.wilcoxon(a[asymptotic], b[asymptotic], alternative=alternative, axis=1,
+                                       method="asymptotic").pvalue
+    for row in np.flatnonzero(ranked & ~asymptotic):
+        p[row] = signed_rank_p(a[row], b[row], alternative)
+    return p
+
+
 def pairs_needed_signed_rank(differences, alpha: float = ALPHA) -> int | None:
     """Pairs for a one-sided signed-rank test at ``alpha`` to find the measured mean of
     ``differences`` (a - b per pair) with power :data:`POWER`, were the spread as measured: the pairs

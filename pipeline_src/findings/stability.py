@@ -98,25 +98,28 @@ def over_targets(claim: Claim, spec: dict, rows: pl.DataFrame, word: str) -> Sta
         return None
     again = rule_of(claim, spec)
     if len(better) < FEW_TARGETS:
-        undone = tuple(target for i, target in enumerate(pairs["target"].to_list())
-                       if again(np.delete(better, i), np.delete(worse, i)) != word)
+        kept = np.array([np.delete(np.arange(len(better)), i) for i in range(len(better))])
+        targets = pairs["target"].to_list()
+        undone = tuple(targets[i] for i, found in enumerate(again(better[kept], worse[kept])) if found != word)
         return Stability(len(better) - len(undone), len(better), undone, unit="target")
     resamples = np.random.default_rng(TARGET_SEED).integers(0, len(better), size=(TARGET_RESAMPLES, len(better)))
-    return Resampled(sum(again(better[drawn], worse[drawn]) == word for drawn in resamples), TARGET_RESAMPLES,
+    return Resampled(sum(found == word for found in again(better[resamples], worse[resamples])), TARGET_RESAMPLES,
                      len(better))
 
 
-def rule_of(claim: Claim, spec: dict) -> Callable[[np.ndarray, np.ndarray], str | None]:
-    """``claim``'s verdict rule on the better and worse side's per-target fractions: the two medians'
-    bootstrap intervals (the figure's ``n_boot`` and ``seed``) or the paired signed-rank test."""
+def rule_of(claim: Claim, spec: dict) -> Callable[[np.ndarray, np.ndarray], list[str | None]]:
+    """``claim``'s verdict rule on each row of the better and worse side's per-target fractions (one
+    recomputation a row): the two medians' bootstrap intervals (the figure's ``n_boot`` and ``seed``) or
+    the paired signed-rank test."""
     from ..language.influence_summary import median_interval
 
     if claim.compare[0].test == "intervals":
         def bounds(values: np.ndarray) -> tuple[float, float]:
             _, low, high = median_interval(values, n_boot=spec["n_boot"], seed=spec["seed"])
             return float(low), float(high)
-        return lambda better, worse: judge_targets.intervals_word(bounds(better), bounds(worse))
-    return judge_targets.signed_rank_word_of
+        return lambda better, worse: [judge_targets.intervals_word(bounds(b), bounds(w))
+                                      for b, w in zip(better, worse, strict=True)]
+    return judge_targets.signed_rank_words
 
 
 def leave_one_seed_out(claim: Claim, spec: dict, rows: pl.DataFrame, word: str,
