@@ -126,6 +126,7 @@ def left_out() -> frozenset[str]:
     return frozenset(name for name in map(_module_name, PACKAGE_DIR.rglob("*.py")) if _left_out(name))
 
 
+@functools.cache
 def _left_out(name: str) -> bool:
     """Whether module ``name`` or a package enclosing it says it is in no digest."""
     return any(_parse(_path(module)).left_out for module in (*_packages(name), name))
@@ -151,10 +152,12 @@ def closure(entries: list[str] | tuple[str, ...]) -> set[str]:
 
 
 def clear_cache() -> None:
-    """Forget the digests and module files found (after editing sources within one process, as tests
-    do); a parse is kept as long as its file is unchanged."""
+    """Forget the digests, module files and parses found (after editing sources within one process, as
+    tests do); a parse is kept, for its file's modification time and size, as long as the file is unchanged."""
     stage_digest.cache_clear()
     _path.cache_clear()
+    _parse.cache_clear()
+    _left_out.cache_clear()
     _stored.cache_clear()
 
 
@@ -189,8 +192,10 @@ class Parsed(NamedTuple):
     left_out: bool
 
 
+@functools.cache
 def _parse(path: Path) -> Parsed:
-    """:func:`_parsed`, cached while the file's modification time and size stay the same."""
+    """:func:`_parsed` of ``path`` as it is when first asked for (until :func:`clear_cache`); the parse
+    itself is kept while the file's modification time and size stay the same."""
     stat = path.stat()
     return _parsed(path, stat.st_mtime_ns, stat.st_size)
 
