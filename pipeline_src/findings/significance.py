@@ -144,8 +144,8 @@ def p_values(a, b, paired: bool, draws: int = PERMUTATIONS,
         d = np.mean(x, axis=axis) - np.mean(y, axis=axis)
         return np.stack([d, -d], axis=-1)
     every = distinct(a.shape[-1], b.shape[-1], paired)
-    if not paired and every <= exact_up_to:
-        return _exact_independent(a, b, both_ways)
+    if every <= exact_up_to:
+        return (_exact_paired if paired else _exact_independent)(a, b, both_ways)
     found = stats.permutation_test(
         (a, b), both_ways, vectorized=True, permutation_type="samples" if paired else "independent",
         alternative="greater", n_resamples=every if every <= exact_up_to else draws,
@@ -177,6 +177,32 @@ def _exact_independent(a: np.ndarray, b: np.ndarray, statistic) -> tuple[np.ndar
     tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
     p = (null >= (observed - tolerance)[..., None, :]).mean(axis=-2)
     return p[..., 0], p[..., 1]
+
+
+@functools.lru_cache(maxsize=16)
+def _sign_flips(seeds: int) -> np.ndarray:
+    """Every choice of which of ``seeds`` pairs swap their two values (rows of booleans, none swapped first)."""
+    return np.array(list(itertools.product((False, True), repeat=seeds)), dtype=bool)
+
+
+def _exact_paired(a: np.ndarray, b: np.ndarray, statistic) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's exact ``samples`` permutation p's (every seed's pair swapped or not, ``alternative="greater"``,
+    the same tolerance for ties) of both components of ``statistic``, over every swap at once: scipy's own
+    path batches and indexes each swap's arrays in Python, the cost of a paired test at a few seeds."""
+    tests = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    a, b = (np.broadcast_to(x, tests + x.shape[-1:]).reshape(-1, x.shape[-1]) for x in (a, b))
+    flips = _sign_flips(a.shape[-1])
+    p = np.empty((len(a), 2))
+    step = max(1, 2 ** 22 // flips.size)  # tests a chunk: memory only
+    for start in range(0, len(a), step):
+        x, y = a[start:start + step, None, :], b[start:start + step, None, :]
+        observed = statistic(x[:, 0], y[:, 0], axis=-1)
+        swapped = (np.moveaxis(np.ascontiguousarray(np.moveaxis(np.where(flips, *pair), -1, 0)), 0, -1)
+                   for pair in ((y, x), (x, y)))  # seeds outermost in memory: summed in scipy's order
+        null = statistic(*swapped, axis=-1)  # [tests, swaps, 2]
+        tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
+        p[start:start + step] = (null >= (observed - tolerance)[:, None, :]).mean(axis=-2)
+    return p[:, 0].reshape(tests), p[:, 1].reshape(tests)
 
 
 def sharpened(test: Comparison, threshold: float, reverse_threshold: float) -> Comparison:
