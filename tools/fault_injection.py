@@ -71,19 +71,21 @@ def same_bytes(old: Path, new: Path) -> list[str]:
     """Files under ``new`` whose bytes differ from those under ``old`` (the figures: compare_results
     leaves them out, but they are reproducible byte for byte), a sidecar read by :func:`same_record`."""
     names = {p.relative_to(root) for root in (old, new) for p in root.rglob("*") if p.is_file()}
+    runs = (old.parent.parent, new.parent.parent)  # <run>/results/figures
     return [f"figures/{name}: {'missing' if not (old / name).exists() or not (new / name).exists() else 'bytes differ'}"
             for name in sorted(names) if not ((old / name).exists() and (new / name).exists()
-                                              and same_record(old / name, new / name))]
+                                              and same_record(old / name, new / name, runs))]
 
 
-def same_record(old: Path, new: Path) -> bool:
+def same_record(old: Path, new: Path, roots: tuple[Path, Path]) -> bool:
     """The same bytes, or, for a figure's sidecar, the same record but for the SHA-256 of inputs whose values
-    compare_results finds equal (a training log's bytes hold its wall-clock column)."""
+    compare_results finds equal (a training log's bytes hold its wall-clock column); its inputs' paths are
+    relative to the two run folders ``roots``."""
     if old.read_bytes() == new.read_bytes():
         return True
     if not old.name.endswith(".prov.json"):
         return False
-    (a, b), roots = (json.loads(p.read_text()) for p in (old, new)), (old.parents[2], new.parents[2])
+    a, b = (json.loads(p.read_text()) for p in (old, new))
     for name, entry in a.get("inputs", {}).items():
         other = b.get("inputs", {}).get(name)
         compare_one = COMPARE.get(Path(entry["path"]).suffix)

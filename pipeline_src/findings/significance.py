@@ -174,9 +174,15 @@ def _exact_independent(a: np.ndarray, b: np.ndarray, statistic) -> tuple[np.ndar
     shuffled = pooled[..., _partitions(split, b.shape[-1])]  # [..., partitions, values]
     observed = statistic(a, b, axis=-1)
     null = statistic(shuffled[..., :split], shuffled[..., split:], axis=-1)  # [..., partitions, 2]
-    tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
-    p = (null >= (observed - tolerance)[..., None, :]).mean(axis=-2)
+    p = _share_at_least(null, observed)
     return p[..., 0], p[..., 1]
+
+
+def _share_at_least(null: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """The exact p's ``alternative="greater"``: the share of the ``null`` statistics (axis -2) at least the
+    ``observed`` one, within scipy's tolerance of 100 machine epsilons for ties."""
+    tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
+    return (null >= (observed - tolerance)[..., None, :]).mean(axis=-2)
 
 
 @functools.lru_cache(maxsize=16)
@@ -199,9 +205,7 @@ def _exact_paired(a: np.ndarray, b: np.ndarray, statistic) -> tuple[np.ndarray, 
         observed = statistic(x[:, 0], y[:, 0], axis=-1)
         swapped = (np.moveaxis(np.ascontiguousarray(np.moveaxis(np.where(flips, *pair), -1, 0)), 0, -1)
                    for pair in ((y, x), (x, y)))  # seeds outermost in memory: summed in scipy's order
-        null = statistic(*swapped, axis=-1)  # [tests, swaps, 2]
-        tolerance = np.abs(np.finfo(np.float64).eps * 100 * observed)
-        p[start:start + step] = (null >= (observed - tolerance)[:, None, :]).mean(axis=-2)
+        p[start:start + step] = _share_at_least(statistic(*swapped, axis=-1), observed)  # null: [tests, swaps, 2]
     return p[:, 0].reshape(tests), p[:, 1].reshape(tests)
 
 

@@ -98,9 +98,12 @@ def over_targets(claim: Claim, spec: dict, rows: pl.DataFrame, word: str) -> Sta
         return None
     again = rule_of(claim, spec)
     if len(better) < FEW_TARGETS:
-        kept = np.array([np.delete(np.arange(len(better)), i) for i in range(len(better))])
+        kept = ~np.eye(len(better), dtype=bool)  # row i: every target but the i-th
+        shape = (len(better), len(better) - 1)
+        left = again(np.broadcast_to(better, kept.shape)[kept].reshape(shape),
+                     np.broadcast_to(worse, kept.shape)[kept].reshape(shape))
         targets = pairs["target"].to_list()
-        undone = tuple(targets[i] for i, found in enumerate(again(better[kept], worse[kept])) if found != word)
+        undone = tuple(targets[i] for i, found in enumerate(left) if found != word)
         return Stability(len(better) - len(undone), len(better), undone, unit="target")
     resamples = np.random.default_rng(TARGET_SEED).integers(0, len(better), size=(TARGET_RESAMPLES, len(better)))
     return Resampled(sum(found == word for found in again(better[resamples], worse[resamples])), TARGET_RESAMPLES,
