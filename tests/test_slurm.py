@@ -109,27 +109,45 @@ def test_the_whole_smoke_config_runs_through_slurm(cluster, tmp_path):
     print(f"whole smoke config through Slurm: {seconds:.0f} s")
 
 
+def steps_for(workdir: Path, seconds: float) -> int:
+    """Training steps of the smoke config's first cell that take about ``seconds`` on this machine (1
+    thread), from the per-step wall-clock of a short local training in ``workdir``: CPUs differ by
+    several times, so a fixed step count is killed by a 1-minute limit on one machine and not on another."""
+    import polars as pl
+
+    probe, model = 2000, "results/train/sparse_parity/rope_pose/k2/seed0/model.safetensors"
+    override = write_override(workdir, "probe.yaml", {"sparse_parity": {
+        "schemes": ["rope_pose"], "seeds": [0], "train": {"steps": probe}}})
+    subprocess.run([sys.executable, "-m", "snakemake", model, "--cores", "1", "--configfile", "config/smoke.yaml",
+                    override, "--config", "device=cpu"], cwd=workdir, check=True, capture_output=True)
+    clock = pl.read_parquet(workdir / Path(model).parent / "train_log.parquet")["seconds"]
+    per_step = (clock[-1] - clock[0]) / (probe - 1)
+    return 100 * -(-int(seconds / per_step) // 100)
+
+
 @pytest.mark.slow
 def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the_uninterrupted_one(cluster, tmp_path):
-    """A training that needs more than its 1-minute limit (``LENGTHGEN_SLURM_TRAIN_RUNTIME=1``, no checkpoint
-    due before its end): Slurm sends SIGTERM at the limit, the training saves its state there and the run
-    fails; the same command again resumes it, until it is done. Its weights and log equal those of the same
-    spec trained on this machine without a break."""
+    """A training that needs more than its 1-minute limit (``LENGTHGEN_SLURM_TRAIN_RUNTIME=1``, about 150 s
+    of training on this machine, no checkpoint due before its end): Slurm sends SIGTERM at the limit, the
+    training saves its state there and the run fails; the same command again resumes it, until it is done.
+    Its weights and log equal those of the same spec trained on this machine without a break."""
     import json
 
     from pipeline_src.provenance.sidecars import read_record
 
     (tmp_path / "slurm").mkdir()
+    (tmp_path / "probe").mkdir()
+    steps = steps_for(copy_workflow(tmp_path / "probe"), seconds=150)
     workdir = copy_workflow(tmp_path / "slurm")
     model = "results/train/sparse_parity/rope_pose/k2/seed0/model.safetensors"
     long = write_override(workdir, "long.yaml", {"sparse_parity": {
-        "schemes": ["rope_pose"], "seeds": [0], "train": {"steps": 12000, "checkpoint_every": 100000}}})
+        "schemes": ["rope_pose"], "seeds": [0], "train": {"steps": steps, "checkpoint_every": 10 * steps}}})
     limited = {**cluster, "LENGTHGEN_SLURM_TRAIN_RUNTIME": "1"}
     attempts = []
-    while not (workdir / model).exists() and len(attempts) < 5:
+    while not (workdir / model).exists() and len(attempts) < 6:
         done, seconds = run(workdir, limited, model, long, device="cpu", timeout=900)
         attempts.append((done.returncode, round(seconds)))
-    print(f"submissions until done (exit status, seconds): {attempts}")
+    print(f"{steps} steps: submissions until done (exit status, seconds): {attempts}")
     assert (workdir / model).exists() and len(attempts) >= 2, attempts  # killed at least once, then done
     assert attempts[-1][0] == 0 and all(code != 0 for code, _ in attempts[:-1]), attempts
     log = (workdir / "results/logs/train/sparse_parity/rope_pose/k2/seed0.log").read_text()
