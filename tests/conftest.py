@@ -60,19 +60,31 @@ def eval_data(tmp_path):
                          {"k_test": [1, 2], "lengths": [20, 60], "n_per_cell": 6}, seed=2)
 
 
-# The tiny trained models of tests/helpers.py's DATASETS and their evaluation sets, for
-# test_evaluate.py and test_mechanism.py (module-scoped: each module makes its own).
+# The tiny trained models of tests/helpers.py's DATASETS, for test_evaluate.py and test_mechanism.py:
+# trained once per run, by whichever worker asks first (training is deterministic: the same bytes).
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """Trained tiny models by (dataset label, scheme), trained once per module on first use."""
+    """Trained tiny models by (dataset label, scheme), each trained on first use and kept for the run
+    in a folder every pytest-xdist worker shares (the others wait on its lock, then read it). Tests
+    only read these folders."""
+    import fcntl
+
     from tests.helpers import train_task_model  # here, not above: tests.helpers imports this module
 
-    root, cache = tmp_path_factory.mktemp("models"), {}
+    root = tmp_path_factory.getbasetemp()
+    root = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "tiny-models"
+    root.mkdir(exist_ok=True)
 
     def get(label: str, scheme: str):
-        if (label, scheme) not in cache:
-            cache[label, scheme] = train_task_model(root / f"{label}-{scheme}", root, label, scheme)
-        return cache[label, scheme]
+        folder, data = root / f"{label}-{scheme}", root / f"{label}-{scheme}.data"
+        with open(root / f"{folder.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            done = root / f"{folder.name}.done"
+            if not done.exists():
+                data.mkdir(exist_ok=True)
+                train_task_model(folder, data, label, scheme)
+                done.touch()
+        return folder
 
     return get
 

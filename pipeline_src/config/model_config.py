@@ -161,7 +161,18 @@ def model_config(spec: dict, vocab_size: int) -> ModelConfig:
 def broken(rule: dict, value) -> str:
     """Why ``value`` breaks ``rule`` (a JSON-schema fragment; integers are Python ints, not bools or
     floats), or "" where it keeps it."""
-    error = next(iter(_validator(repr(rule)).iter_errors(value)), None)
+    if isinstance(value, (int, float, str, type(None))):  # a bool is an int; each kept by its type
+        return _broken_scalar(repr(rule), type(value), value)
+    return _why(repr(rule), value)
+
+
+@functools.lru_cache(maxsize=4096)  # the config check builds a ModelConfig per cell: the same few values
+def _broken_scalar(rule: str, kind: type, value) -> str:
+    return _why(rule, value)
+
+
+def _why(rule: str, value) -> str:
+    error = next(iter(_validator(rule).iter_errors(value)), None)
     return "" if error is None else error.message
 
 

@@ -7,6 +7,7 @@ here; each error is one line naming the file or the field.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from ..config.layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
@@ -45,7 +46,32 @@ def complete(config: dict) -> None:
     (:func:`pipeline_src.config.schema.defaults_taken`) merged over them
     (:func:`pipeline_src.config.layers.merge_defaults`) and the JSON schema's check
     (:mod:`pipeline_src.config.schema`, filling its defaults). The cross-field checks are each
-    study's (:func:`validate` runs both)."""
+    study's (:func:`validate` runs both). A pure function of the config's values: each one made
+    whole is kept for the process (a search over the shipped layerings completes the same few
+    hundred again and again)."""
+    key = repr(config)  # types and order included: equal reprs, equal configs
+    if key not in _COMPLETED:
+        if len(_COMPLETED) >= _KEPT:
+            del _COMPLETED[next(iter(_COMPLETED))]
+        try:
+            _complete(config)
+            _COMPLETED[key] = copy.deepcopy(config)
+        except ConfigError as err:
+            _COMPLETED[key] = err
+            raise
+        return
+    made = _COMPLETED[key]
+    if isinstance(made, ConfigError):
+        raise ConfigError(str(made))
+    config.clear()
+    config.update(copy.deepcopy(made))
+
+
+_COMPLETED: dict[str, dict | ConfigError] = {}  # repr of a read config -> it made whole, or why it cannot be
+_KEPT = 512  # configs kept (the shipped layerings are some 400)
+
+
+def _complete(config: dict) -> None:
     merged = defaults_taken()
     try:
         validate_schema(config, merged, before_merge=True)
