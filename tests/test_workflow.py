@@ -118,16 +118,32 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     assert jobs == {**expected, "all": 1}
 
 
+@pytest.fixture(scope="module")
+def own_package(pipeline, tmp_path_factory) -> Path:
+    """A copy of ``pipeline`` (its results and .snakemake too) with a copy of the package, which its
+    Snakefile imports (``PYTHONPATH``), run once more: its figures name the copy's claim files (the jobs
+    name them by their path from the working folder, so that run redraws every figure that states one).
+    Tests edit copies of it."""
+    workdir = shutil.copytree(pipeline, tmp_path_factory.mktemp("own") / "pipeline", symlinks=True)
+    shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src", ignore=shutil.ignore_patterns("__pycache__"))
+    snakemake(workdir, "all", "--configfile", "config/smoke.yaml", env={"PYTHONPATH": str(workdir)})
+    return workdir
+
+
+def edited_copy(own_package: Path, tmp_path: Path) -> tuple[Path, dict]:
+    """A copy of :func:`own_package` for one test to edit, and the environment that imports its package."""
+    workdir = shutil.copytree(own_package, tmp_path / "pipeline", symlinks=True)
+    return workdir, {"PYTHONPATH": str(workdir)}
+
+
 @pytest.mark.e2e
-def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_path):
+def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(own_package, tmp_path):
     """A comment in the model reruns nothing; a code edit of greedy decoding reruns the evaluations
     (and the figures drawn from them), no dataset and no training."""
-    workdir = shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)  # results and .snakemake too
-    package = shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src",
-                              ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"PYTHONPATH": str(workdir)}  # the Snakefile imports the copy
+    workdir, env = edited_copy(own_package, tmp_path)
+    package = workdir / "pipeline_src"
     dry_run = ("-n", "all", "--configfile", "config/smoke.yaml")
-    snakemake(workdir, *dry_run[1:], env=env)  # settled: the figures name the copy's claim files
+    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
     model = package / "model.py"
     model.write_text(model.read_text().replace("\n\n\n", "\n\n\n# an added comment\n", 1) + "# the end\n")
     assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
@@ -137,19 +153,14 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_pa
 
 
 @pytest.mark.e2e
-def test_a_claim_edit_redraws_only_the_figure_that_states_it(pipeline, tmp_path):
+def test_a_claim_edit_redraws_only_the_figure_that_states_it(own_package, tmp_path):
     """A shipped claim file is an input of the job of the figure whose caption states it, and of no other:
-    editing F2's replans Figure 2's job alone. The copy's own package holds the claims (the jobs name them
-    by their path from the working folder, so the copy's first run redraws every figure that states one)."""
-    workdir = shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)  # results and .snakemake too
-    package = shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src",
-                              ignore=shutil.ignore_patterns("__pycache__"))
-    env = {"PYTHONPATH": str(workdir)}  # the Snakefile imports the copy
-    run = ("all", "--configfile", "config/smoke.yaml")
-    snakemake(workdir, *run, env=env)
-    claim = package / "findings" / "claims" / "F2.yaml"
+    editing F2's replans Figure 2's job alone."""
+    workdir, env = edited_copy(own_package, tmp_path)
+    claim = workdir / "pipeline_src" / "findings" / "claims" / "F2.yaml"
     claim.write_text(claim.read_text().replace("says: each coupled scheme", "says: every coupled scheme"))
-    assert planned_jobs(snakemake(workdir, "-n", *run, env=env)) == {"plot_figure2": 1, "all": 1}
+    assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", "config/smoke.yaml", env=env)) == {
+        "plot_figure2": 1, "all": 1}
 
 
 @pytest.mark.parametrize("body, field", [
@@ -276,8 +287,9 @@ def test_the_report_landing_page_starts_inside_the_window(pipeline):
     top = ("(function (start) { var all = Array.prototype.slice.call(document.querySelectorAll('p, strong'));"
            " var el = all.filter(function (e) { return e.textContent.indexOf(start) === 0; })[0];"
            " return el ? el.getBoundingClientRect().top : 'missing'; })")
-    for start in ("What this run", "The paper"):  # the page's first line, its first heading (the findings)
-        value = measured(pipeline / "window.html", f"{top}('{start}')")
+    starts = ("What this run", "The paper")  # the page's first line, its first heading (the findings)
+    values = measured(pipeline / "window.html", "[" + ", ".join(f"{top}('{start}')" for start in starts) + "]")
+    for start, value in zip(starts, values.split(","), strict=True):  # one browser run measures both
         with screenshot_on_failure(pipeline / "window.html", "report_landing_page"):
             assert value != "missing", start
             assert 0 <= float(value) < 800, f"{start!r} starts at {value} px, outside the 800 px window"
