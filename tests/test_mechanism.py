@@ -93,15 +93,19 @@ def test_attention_on_the_dependency_set_reports_mass_one(parity):
     masses = [row[3] for row in found["attention"]]
     assert len(masses) == N_LAYER * N_HEAD and all(row[2] == 40 for row in found["attention"])
     assert masses == pytest.approx([1.0] * len(masses))
+    # the clamped log-odds of mass 1 against 3 of 22 keys: the largest margin the table can hold there
+    largest = np.log((1 - 1e-6) / 1e-6) - np.log(3 / 19)
+    assert [row[6] for row in found["attention"]] == pytest.approx([largest] * len(masses))
 
 
 def test_uniform_attention_reports_the_uniform_mass(parity):
     task, frame = parity
     found = run(Stub(len(task.vocab), parity_oracle, uniform), task, frame)
     # the answer is predicted at '=' (index 2l+1), which sees 2l+2 keys, 3 of them marked bits
-    for _layer, _head, _queries, mass, uniform_mass, entropy in found["attention"]:
+    for _layer, _head, _queries, mass, uniform_mass, entropy, margin, margin_sd in found["attention"]:
         assert mass == pytest.approx(3 / 22) and uniform_mass == pytest.approx(3 / 22)
         assert entropy == pytest.approx(np.log(22))
+        assert margin == pytest.approx(0.0, abs=1e-5) and margin_sd == pytest.approx(0.0, abs=1e-5)  # no odds gained
 
 
 def test_an_exact_oracle_flips_on_every_relevant_change_and_on_no_irrelevant_one(parity):
@@ -154,9 +158,11 @@ def test_dependency_masks_mark_the_query_before_each_response_token():
 def test_attention_sums_average_only_over_asking_queries():
     probs = torch.tensor([[[0.5, 0.25, 0.25]]])  # [Q, H, T]: the one query, at position 2
     depends = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
-    mass, uniform_mass, entropy, count = attention_sums([probs], torch.tensor([2]), depends)
-    assert count == 1 and float(mass) == pytest.approx(0.5) and float(uniform_mass) == pytest.approx(1 / 3)
-    assert float(entropy) == pytest.approx(-(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25)))
+    sums, count = attention_sums([probs], torch.tensor([2]), depends)
+    mass, uniform_mass, entropy, margin, squared = sums[:, 0, 0].tolist()
+    assert count == 1 and mass == pytest.approx(0.5) and uniform_mass == pytest.approx(1 / 3)
+    assert entropy == pytest.approx(-(0.5 * np.log(0.5) + 2 * 0.25 * np.log(0.25)))
+    assert margin == pytest.approx(np.log(2)) and squared == pytest.approx(np.log(2) ** 2)  # odds 1 against 1/2
 
 
 def test_every_synthetic_task_declares_its_dependencies():

@@ -10,7 +10,12 @@ scheme's, the oracle coupled IDs for coupled and ppc), this module records:
 * ``attention.parquet``, per (cell, layer, head): over every response token with a non-empty
   dependency set, the mean attention mass that the query predicting it puts on the set
   (``dependency_mass``), the mass uniform attention over the keys that query sees would put there
-  (``uniform_mass``: set size / keys), and the mean entropy of that query's attention (nats);
+  (``uniform_mass``: set size / keys), the mean entropy of that query's attention (nats), and the
+  mean and spread over those queries of the *margin*: the log-odds of the mass on the set against
+  the log-odds of the uniform mass, logit(mass) - logit(uniform), each clamped to
+  [:data:`CLAMP`, 1 - :data:`CLAMP`]. A softmax head whose logits on the set beat the other keys' by
+  a margin that does not grow with length keeps that margin at every length, so the margin measured
+  at the training lengths forecasts the mass beyond them (:mod:`.forecast`);
 * ``flips.parquet``, per cell: a causal check that does not trust attention. Each sample's
   :class:`~pipeline_src.tasks.dependency.Probe` watches one response token and changes one prompt
   token the task calls relevant to it (a bit, a digit, a value), then one it calls irrelevant; the
@@ -31,6 +36,7 @@ sets: their tables have no rows, and the job's log says why.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -89,8 +95,9 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
                  rng: np.random.Generator, device: torch.device, precision: str) -> dict[str, list[tuple]]:
     """The rows of the three tables for the samples of ``cell`` (a frame of one evaluation cell, with
     its ``row`` index), without the cell's keys: ``attention`` (layer, head, queries, dependency_mass,
-    uniform_mass, entropy), ``flips`` (samples, relevant_flips, irrelevant_samples, irrelevant_flips),
-    ``first_errors`` (row, response_length, first_error, first_token_error, first_position_error, depth)."""
+    uniform_mass, entropy, margin, margin_sd), ``flips`` (samples, relevant_flips, irrelevant_samples,
+    irrelevant_flips), ``first_errors`` (row, response_length, first_error, first_token_error,
+    first_position_error, depth)."""
     samples = [(np.asarray(p), np.asarray(r))
                for p, r in zip(cell["prompt"].to_list(), cell["response"].to_list(), strict=False)]
     sets = [dependencies.sets(prompt, response) for prompt, response in samples]
@@ -98,7 +105,7 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
     table = SequenceTable.from_frame(cell, coupled=scheme.coupled)
     table.positions = scheme.eval_ids(table.positions)
     n_layer, n_head = model.cfg.n_layer, model.cfg.n_head
-    mass, uniform, entropy = (torch.zeros(n_layer, n_head, dtype=torch.float64) for _ in range(3))
+    sums = torch.zeros(len(SUMS), n_layer, n_head, dtype=torch.float64)  # SUMS, per (layer, head)
     queries = 0
     flips = [0, 0, 0, 0]
     first_errors = []
@@ -108,14 +115,12 @@ def analyse_cell(model, cell: pl.DataFrame, dependencies: Dependencies, scheme, 
         prompt_lengths, lengths = table.prompt_lengths[part], table.lengths[part]
         rows, asked, depends = dependency_masks(sets[part], prompt_lengths, tokens.shape[1])
         out = _forward(model, tokens, positions, device, precision, attention_of=(rows, asked))
-        part_mass, part_uniform, part_entropy, count = attention_sums(out["attention"], asked, depends)
-        mass, uniform, entropy = mass + part_mass, uniform + part_uniform, entropy + part_entropy
-        queries += count
+        batch_sums, count = attention_sums(out["attention"], asked, depends)
+        sums, queries = sums + batch_sums, queries + count
         flips = [a + b for a, b in zip(flips, flip_counts(model, tokens, positions, probes[part], prompt_lengths,
                                                           out["tokens"], device, precision), strict=False)]
         first_errors += _first_errors(out, tokens, positions, prompt_lengths, lengths, scheme.predicts_positions)
-    rows = [(layer, head, queries, *(float(total[layer, head] / queries) if queries else None
-                                     for total in (mass, uniform, entropy)))
+    rows = [(layer, head, queries, *attention_means(sums[:, layer, head], queries))
             for layer in range(n_layer) for head in range(n_head)]
     depths = cell["depth"].to_list() if "depth" in cell.columns else [None] * len(cell)
     first = [(int(row), length, min((e for e in (token, position) if e is not None), default=None), token, position,
@@ -156,21 +161,36 @@ def dependency_masks(sets: list[list[np.ndarray]], prompt_lengths: torch.Tensor,
     return torch.from_numpy(rows.astype(np.int64)), torch.from_numpy(queries.astype(np.int64)), depends
 
 
+CLAMP = 1e-6  # masses are clamped to [CLAMP, 1 - CLAMP] before their log-odds (float32 attention reaches 1.0)
+SUMS = ("mass", "uniform", "entropy", "margin", "margin_squared")  # what attention_sums adds up over queries
+
+
 def attention_sums(attention: list[torch.Tensor], queries: torch.Tensor, depends: torch.Tensor
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Sums over the queries of :func:`dependency_masks`, per (layer, head) [L, H] (float64): attention
-    mass on the dependency set, the mass uniform attention over the query's keys would give it, and
-    the attention entropy; and the number of queries. ``attention``: per layer, the probabilities of
-    those queries [Q, H, T]. Query t sees keys 0..t (causal), so uniform attention puts
-    |set| / (t + 1) on the set."""
-    uniform = float((depends.sum(-1).double() / (queries + 1).double()).sum())
-    mass, entropy = [], []
+                   ) -> tuple[torch.Tensor, int]:
+    """Sums over the queries of :func:`dependency_masks`, [len(SUMS), L, H] (float64, in the order of
+    :data:`SUMS`): attention mass on the dependency set, the mass uniform attention over the query's
+    keys would give it, the attention entropy, the margin logit(mass) - logit(uniform) and its square;
+    and the number of queries. ``attention``: per layer, the probabilities of those queries [Q, H, T].
+    Query t sees keys 0..t (causal), so uniform attention puts |set| / (t + 1) on the set."""
+    uniform = depends.sum(-1).double() / (queries + 1).double()  # [Q]
+    sums = []
     for asked in attention:  # [Q, H, T]
-        mass.append((asked * depends[:, None]).sum(-1).double().sum(0))
-        entropy.append(torch.special.entr(asked).sum(-1).double().sum(0))
-    n_head = attention[0].shape[1]
-    return torch.stack(mass), torch.full((len(attention), n_head), uniform, dtype=torch.float64), \
-        torch.stack(entropy), len(queries)
+        mass = (asked * depends[:, None]).sum(-1).double()  # [Q, H]
+        margin = torch.logit(mass, eps=CLAMP) - torch.logit(uniform, eps=CLAMP)[:, None]
+        sums.append(torch.stack([mass.sum(0), uniform.sum().expand(asked.shape[1]),
+                                 torch.special.entr(asked).sum(-1).double().sum(0),
+                                 margin.sum(0), margin.square().sum(0)]))
+    return torch.stack(sums, dim=1), len(queries)
+
+
+def attention_means(sums: torch.Tensor, queries: int) -> tuple[float | None, ...]:
+    """The attention table's means of one (layer, head) from its :data:`SUMS` over ``queries``:
+    dependency_mass, uniform_mass, entropy, margin and margin_sd (the margins' standard deviation over
+    the queries); all None without a query."""
+    if not queries:
+        return (None,) * 5
+    mass, uniform, entropy, margin, squared = (float(total) / queries for total in sums)
+    return mass, uniform, entropy, margin, math.sqrt(max(squared - margin * margin, 0.0))
 
 
 def flip_counts(model, tokens: torch.Tensor, positions: torch.Tensor, probes: list, prompt_lengths: torch.Tensor,

@@ -6,7 +6,8 @@ cell keys (``k``, null for tasks without k_test, ``length``, then a task's other
 * ``attention``: one row per (cell, layer, head). ``queries``: the response tokens with a non-empty
   dependency set, over which the means are taken (0, and the means null, where none has one);
   ``dependency_mass``: mean attention mass on the dependency set; ``uniform_mass``: what uniform
-  attention would put there; ``entropy``: mean attention entropy in nats.
+  attention would put there; ``entropy``: mean attention entropy in nats; ``margin`` and
+  ``margin_sd``: the mean and standard deviation of logit(mass) - logit(uniform) (:mod:`.mechanism`).
 * ``flips``: one row per cell. ``samples`` probed; ``relevant_flips``: how many changed their
   watched prediction when a relevant token changed; ``irrelevant_samples`` (those with an
   irrelevant token to change) and ``irrelevant_flips``; the two rates (null where nothing was
@@ -35,7 +36,7 @@ TABLES = tuple(MECHANISM_FILES)
 # Each table's own columns after the run and cell keys, with their dtypes (the flip rates follow).
 COLUMNS = {
     "attention": {"layer": pl.Int32, "head": pl.Int32, "queries": pl.Int64, "dependency_mass": pl.Float64,
-                  "uniform_mass": pl.Float64, "entropy": pl.Float64},
+                  "uniform_mass": pl.Float64, "entropy": pl.Float64, "margin": pl.Float64, "margin_sd": pl.Float64},
     "flips": {"samples": pl.Int64, "relevant_flips": pl.Int64, "irrelevant_samples": pl.Int64,
               "irrelevant_flips": pl.Int64},
     "first_errors": {"row": pl.Int64, "response_length": pl.Int64, "first_error": pl.Int64,
@@ -50,6 +51,8 @@ class AttentionSchema(RunCellSchema):
     dependency_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
     uniform_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
     entropy: pl.Float64 = pa.Field(ge=-1e-9, nullable=True)
+    margin: pl.Float64 = pa.Field(nullable=True)
+    margin_sd: pl.Float64 = pa.Field(ge=0.0, nullable=True)
 
     @pa.dataframe_check
     def means_only_over_queries(cls, data) -> pl.LazyFrame:

@@ -1,0 +1,64 @@
+"""Where a model will stop, read from its attention at the lengths it was trained on.
+
+The law (docs/mechanism.md, "The forecast"): the query predicting a response token puts mass M on its
+dependency set of d keys among the n it sees. Write the log-odds of that mass against the log-odds of
+uniform attention's d / n as the head's *margin*,
+
+    margin = logit(M) - logit(d / n),
+
+which is exactly the log of (mean exp-logit on the set) / (mean exp-logit on the other keys). A head
+whose logits on the set beat the others' by a margin that does not grow with length keeps it at every
+length, so at another length, where uniform attention gives u,
+
+    M(u) = sigmoid(margin + logit(u)) = 1 / (1 + (1 - u) / u * exp(-margin)),
+
+the mass dilutes as 1 / (1 + (n - d) e^(-margin) / d). The forecast takes each model's margin from the
+mechanism tables at its training lengths only (:mod:`.mechanism`; the head with the largest margin
+there, per k_test) and predicts that head's mass at every evaluated length from the uniform mass
+there. Torch-free: it reads the tables.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+RUN = ("task", "variant", "scheme", "k_train", "seed")  # a model: the run columns of every table about it
+
+
+def predicted_mass(margin, uniform):
+    """The mass a head of ``margin`` puts on a dependency set that uniform attention gives ``uniform``
+    (arrays broadcast): sigmoid(margin + logit(uniform))."""
+    uniform = np.asarray(uniform, dtype=np.float64)
+    return 1.0 / (1.0 + (1.0 - uniform) / uniform * np.exp(-np.asarray(margin, dtype=np.float64)))
+
+
+def mass_forecast(attention: pl.DataFrame, train_lengths: list[int]) -> pl.DataFrame:
+    """Per model, k_test and evaluated length of the attention tables ``attention``: the head with the
+    largest margin at ``train_lengths`` (its mean over those cells, weighted by their queries), that
+    margin, and the head's ``predicted`` mass at the length (:func:`predicted_mass` of the cell's
+    uniform mass) beside its ``measured`` one. Models or k_test with no query at a training length are
+    left out."""
+    keyed = attention.filter(pl.col("queries") > 0)
+    head = [*RUN, "k", "layer", "head"]
+    margins = (keyed.filter(pl.col("length").is_in(train_lengths))
+               .group_by(head)
+               .agg(train_margin=(pl.col("margin") * pl.col("queries")).sum() / pl.col("queries").sum()))
+    order = [*RUN, "k", "train_margin", "layer", "head"]
+    best = (margins.sort(order, descending=[column == "train_margin" for column in order], nulls_last=True)
+            .unique([*RUN, "k"], keep="first", maintain_order=True))
+    joined = keyed.join(best, on=head, how="inner", nulls_equal=True).sort([*RUN, "k", "length"])
+    predicted = predicted_mass(joined["train_margin"].to_numpy(), joined["uniform_mass"].to_numpy())
+    return joined.select(*RUN, "k", "length", "layer", "head", "train_margin", "uniform_mass",
+                         pl.Series("predicted", predicted), pl.col("dependency_mass").alias("measured"))
+
+
+def reach(lengths, values, level: float) -> int | None:
+    """The longest of ``lengths`` (ascending) up to which ``values`` stays at or above ``level`` at every
+    length, counted from the first; None where the first is already below."""
+    reached = None
+    for length, value in zip(lengths, values, strict=True):
+        if not value >= level:  # NaN ends it too
+            break
+        reached = length
+    return reached

@@ -1,0 +1,80 @@
+"""The forecast of the dependency mass beyond the training lengths (pipeline_src/evaluation/forecast.py)
+from the margin the mechanism tables measure (pipeline_src/evaluation/mechanism.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from pipeline_src.evaluation.forecast import mass_forecast, predicted_mass, reach
+from pipeline_src.evaluation.mechanism import attention_means, attention_sums
+
+MARGIN = 2.5  # the synthetic head's logit on its dependency set, 0 on every other key
+
+
+def synthetic_head(keys: int, dependency: list[int], margin: float = MARGIN):
+    """One query seeing ``keys`` keys (at position keys - 1) of a head whose logits are ``margin`` on
+    ``dependency`` and 0 elsewhere: its attention [Q=1, H=1, T] and the dependency mask [1, T]."""
+    scores = torch.zeros(keys, dtype=torch.float64)
+    scores[dependency] = margin
+    depends = torch.zeros(1, keys)
+    depends[0, dependency] = 1.0
+    return [torch.softmax(scores, -1).float()[None, None]], depends
+
+
+@pytest.mark.parametrize("dependency", [[0], [1, 3]])
+def test_a_head_of_fixed_margin_has_its_mass_forecast_at_every_length(dependency):
+    """Measured at 8 keys, the margin forecasts the mass the same head puts on the set at 16 to 400 keys
+    (to float32's precision of the attention itself), and that margin is the head's logit gap."""
+    def measured(keys: int) -> tuple[float, float, float]:
+        attention, depends = synthetic_head(keys, dependency)
+        sums, queries = attention_sums(attention, torch.tensor([keys - 1]), depends)
+        mass, uniform, _, margin, spread = attention_means(sums[:, 0, 0], queries)
+        return mass, uniform, margin, spread
+
+    _, _, margin, spread = measured(8)
+    assert margin == pytest.approx(MARGIN, abs=1e-5) and spread == 0.0
+    for keys in (16, 50, 100, 400):
+        mass, uniform, _, _ = measured(keys)
+        assert uniform == len(dependency) / keys
+        assert predicted_mass(margin, uniform) == pytest.approx(mass, abs=1e-6), keys
+    assert predicted_mass(MARGIN, 1 / 400) == pytest.approx(1 / (1 + 399 * np.exp(-MARGIN)))  # the law's dilution
+
+
+def attention_table(masses: dict[tuple[int, int], list[float]], lengths: list[int], uniform: list[float]):
+    """An attention table of one model, k_test 2, one row per (layer, head) and length: ``masses`` by
+    (layer, head), each head's margin at a length the log-odds of its mass against ``uniform``."""
+    rows = []
+    for (layer, head), curve in masses.items():
+        for length, mass, u in zip(lengths, curve, uniform, strict=True):
+            margin = float(np.log(mass / (1 - mass)) - np.log(u / (1 - u)))
+            rows.append(("sparse_parity", "k2", "rope", 2, 0, 2, length, layer, head, 10, mass, u, 1.0, margin, 0.0))
+    columns = ["task", "variant", "scheme", "k_train", "seed", "k", "length", "layer", "head", "queries",
+               "dependency_mass", "uniform_mass", "entropy", "margin", "margin_sd"]
+    return pl.DataFrame(rows, schema=columns, orient="row")
+
+
+def test_the_forecast_takes_the_head_of_the_largest_margin_at_the_training_lengths_only():
+    lengths, uniform = [10, 20, 40, 80], [0.1, 0.05, 0.025, 0.0125]
+    follows_the_law = list(predicted_mass(3.0, uniform))
+    # a head whose margin is larger only beyond the training lengths is not the one forecast
+    late = [0.2, 0.3, 0.99, 0.99]
+    table = attention_table({(0, 0): late, (1, 1): follows_the_law}, lengths, uniform)
+    found = mass_forecast(table, train_lengths=[10, 20])
+    assert found["layer"].to_list() == [1] * 4 and found["head"].to_list() == [1] * 4
+    assert found["train_margin"].to_list() == pytest.approx([3.0] * 4)
+    assert found["predicted"].to_list() == pytest.approx(found["measured"].to_list())
+    assert found["length"].to_list() == lengths
+
+
+def test_a_model_whose_mass_follows_the_forecast_reaches_where_the_forecast_does():
+    """Reach: the longest length up to which a curve stays at a level, from the first length on."""
+    lengths, uniform = [10, 20, 40, 80, 160], [0.2, 0.1, 0.05, 0.025, 0.0125]
+    table = attention_table({(0, 0): list(predicted_mass(2.0, uniform))}, lengths, uniform)
+    found = mass_forecast(table, train_lengths=[10])
+    level = 0.5 * found["measured"][0]
+    assert reach(lengths, found["predicted"], level) == reach(lengths, found["measured"], level) == 20
+    assert reach([1, 2, 3], [0.9, 0.4, 0.9], 0.5) == 1  # it ends at the first length below
+    assert reach([1, 2], [0.4, 0.9], 0.5) is None and reach([1, 2], [0.9, float("nan")], 0.5) == 1
