@@ -63,9 +63,16 @@ class TaskResults:
         self.train_max = spec["train_lengths"][1]
         self.seeds = len(spec["seeds"])
         self._rows = configured(spec, rows).filter(pl.col("value").is_not_null())
-        self._summary = (self._rows.group_by("variant", "scheme", "k", "length")
-                         .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
-                              seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
+        summary = (self._rows.group_by("variant", "scheme", "k", "length")
+                   .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
+                        seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
+        # each cell's numbers looked up by (variant, scheme, length, k): a claim asks for hundreds of them
+        self._stats = {(row["variant"], row["scheme"], row["length"], row["k"]): row
+                       for row in summary.iter_rows(named=True)}
+        self._values: dict[tuple, dict[int, float]] = {}
+        for variant, scheme, length, k, seed, value in self._rows.sort("seed").select(
+                "variant", "scheme", "length", "k", "seed", "value").iter_rows():
+            self._values.setdefault((variant, scheme, length, k), {})[seed] = value
 
     def metric(self, variant: str) -> str:
         """The metric ``variant``'s runs are judged by."""
@@ -74,24 +81,14 @@ class TaskResults:
     def at(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> SeedStat | None:
         """The run's accuracy at the cell (``k`` None: a task without k_test), or None where no seed
         has one."""
-        if length is None:
+        row = self._stats.get((variant, scheme, length, k)) if length is not None else None
+        if row is None or row["mean"] is None:
             return None
-        k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
-        rows = self._summary.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
-                                    & (pl.col("length") == length) & k_match)
-        if rows.is_empty() or rows["mean"][0] is None:
-            return None
-        row = rows.row(0, named=True)
         return SeedStat(row["mean"], row["seed_min"], row["seed_max"], row["seeds"], self.seeds)
 
     def per_seed(self, variant: str, scheme: str, length: int | None, k: int | None = None) -> dict[int, float]:
         """The run's value at the cell seed by seed (seeds with no value left out; none: empty)."""
-        if length is None:
-            return {}
-        k_match = pl.col("k").is_null() if k is None else pl.col("k") == k
-        found = self._rows.filter((pl.col("variant") == variant) & (pl.col("scheme") == scheme)
-                                  & (pl.col("length") == length) & k_match).sort("seed")
-        return dict(zip(found["seed"].to_list(), found["value"].to_list(), strict=False))
+        return dict(self._values.get((variant, scheme, length, k), {})) if length is not None else {}
 
     def seeds_with(self, variant: str, scheme: str) -> list[int]:
         """The seeds of the run with a value in some cell (a diverged seed's are null: left out)."""
