@@ -240,20 +240,35 @@ def sharpened_across(family: dict[str, list[Comparison]]) -> dict[str, list[Comp
 
 def interval(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float]:
     """The two-sided :data:`LEVEL` confidence interval of mean(a) - mean(b): Welch's, or the paired t
-    interval; NaN where a side has fewer than two values."""
-    from scipy import stats
+    interval; NaN where a side has fewer than two values. scipy's ``ttest_ind(a, b, equal_var=False)``
+    and ``ttest_rel(a, b)`` intervals to the bit (``confidence_interval``: the same operations in the same
+    order; tests/test_significance.py compares them), without their per-call machinery."""
+    from scipy.special import stdtrit
 
     if min(len(a), len(b)) < 2:
         return math.nan, math.nan
-    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        result = stats.ttest_rel(a, b) if paired else stats.ttest_ind(a, b, equal_var=False)
-        found = result.confidence_interval(LEVEL)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if paired:
+            differences = a - b
+            estimate = np.mean(differences)
+            df, error = len(differences) - 1, np.sqrt(_variance(differences) / len(differences))
+        else:
+            estimate = np.mean(a) - np.mean(b)
+            share_a, share_b = _variance(a) / len(a), _variance(b) / len(b)
+            df = (share_a + share_b) ** 2 / (share_a ** 2 / (len(a) - 1) + share_b ** 2 / (len(b) - 1))
+            df, error = (1.0 if np.isnan(df) else df), np.sqrt(share_a + share_b)
+        tail = (1 - np.float64(LEVEL)) / 2
+        low, high = (float(quantile * error + estimate) for quantile in stdtrit(df, np.array([tail, 1 - tail])))
     difference = float(np.mean(a) - np.mean(b))
-    low, high = (float(found.low), float(found.high))
     if math.isnan(low):  # no spread on either side: the interval is the difference itself
         return difference, difference
     return low, high
+
+
+def _variance(values: np.ndarray) -> np.float64:
+    """The sample variance (ddof 1) as scipy.stats computes it: the mean squared deviation times n / (n - 1)."""
+    n = np.float64(len(values))
+    return np.mean((values - np.mean(values)) ** 2) * (n / (n - 1))
 
 
 def spread(a: np.ndarray, b: np.ndarray, paired: bool) -> float | None:
