@@ -162,6 +162,24 @@ def test_the_interval_is_scipys_to_the_bit():
         assert sig.interval(*constant, paired) == scipy_interval(*constant, paired)
 
 
+@pytest.mark.parametrize("paired", [False, True])
+def test_the_power_of_a_t_test_is_statsmodels_to_the_bit(paired):
+    """significance.t_power equals statsmodels' power (TTestPower on paired differences, TTestIndPower for
+    two runs) with alternative "larger", for one size and for arrays of them, at random effects."""
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    analysis = TTestPower() if paired else TTestIndPower()
+    rng = np.random.default_rng(11)
+    for effect in np.concatenate([rng.uniform(0.01, 5.0, 200), [1.5, 0.2]]):
+        seeds = np.arange(int(rng.integers(2, 40)), 1001, int(rng.integers(1, 60)))
+        for alpha in (sig.ALPHA, 0.01):
+            expected = np.asarray(analysis.power(effect, seeds, alpha, alternative="larger"))
+            found = np.asarray(sig.t_power(effect, seeds, alpha, paired))
+            assert np.array_equal(found, expected, equal_nan=True), (effect, alpha)  # NaN where nctdtr gives up
+            one = analysis.power(effect, int(seeds[0]), alpha, alternative="larger")
+            assert sig.t_power(effect, int(seeds[0]), alpha, paired) == one
+
+
 def test_the_interval_is_welchs_and_the_paired_one_pairs():
     a, b = [0.9, 0.8, 0.7, 0.85], [0.5, 0.6, 0.4, 0.55]
     from scipy import stats

@@ -287,23 +287,39 @@ def seeds_needed(a: np.ndarray, b: np.ndarray, paired: bool, alpha: float = ALPH
     ``TTestIndPower`` for two runs of n seeds, ``TTestPower`` on n paired differences). None where
     the difference is not in the claimed direction, no spread is measured, or more than
     :data:`MOST_SEEDS` would be needed."""
-    from statsmodels.stats.power import TTestIndPower, TTestPower
-
     difference, deviation = float(np.mean(a) - np.mean(b)), spread(a, b, paired)
     if difference <= 0 or deviation is None:
         return None
     floor = fewest_seeds(paired, alpha)
     if deviation == 0:
         return floor
-    analysis, effect = (TTestPower() if paired else TTestIndPower()), difference / deviation
-    if analysis.power(effect, MOST_SEEDS, alpha, alternative="larger") < POWER:  # power grows with n
+    effect = difference / deviation
+    if t_power(effect, MOST_SEEDS, alpha, paired) < POWER:  # power grows with n
         return None
     for start in range(floor, MOST_SEEDS + 1, 32):  # 32 at a time: the power of 1,000 sizes costs 0.1 s
         seeds = np.arange(start, min(start + 32, MOST_SEEDS + 1))
-        reached = np.flatnonzero(np.asarray(analysis.power(effect, seeds, alpha, alternative="larger")) >= POWER)
+        reached = np.flatnonzero(np.asarray(t_power(effect, seeds, alpha, paired)) >= POWER)
         if len(reached):
             return int(seeds[reached[0]])
     return None
+
+
+def t_power(effect: float, seeds, alpha: float, paired: bool):
+    """The power of a one-sided t test at ``alpha`` to find effect size ``effect`` with ``seeds`` per run
+    (an array or one number): statsmodels' ``TTestPower().power`` (``paired``: n differences) or
+    ``TTestIndPower().power`` (two runs of n) with ``alternative="larger"``, to the bit (the same operations:
+    1 - the noncentral t's CDF at the central t's upper ``alpha`` point; tests/test_significance.py
+    compares them), without statsmodels' import and per-call machinery."""
+    from scipy import special
+
+    seeds = np.asarray(seeds)
+    if paired:
+        nobs, df = seeds, seeds - 1
+    else:
+        other = seeds * 1  # statsmodels' nobs2 = nobs1 * ratio
+        nobs, df = 1.0 / (1.0 / seeds + 1.0 / other), seeds - 1 + other - 1
+    critical = -special.stdtrit(df, alpha)  # scipy.stats.t.isf(alpha, df)
+    return 1 - special.nctdtr(df, effect * np.sqrt(nobs), critical)
 
 
 # --- F4': one paired comparison over targets (a Wilcoxon signed-rank test) ---
