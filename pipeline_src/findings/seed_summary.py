@@ -44,12 +44,17 @@ class SeedStat:
 def configured(spec: dict, rows: pl.DataFrame) -> pl.DataFrame:
     """The rows of ``rows`` (run-summary columns) that the task figure ``spec`` judges: its task, runs
     and seeds, each run's headline metric."""
+    return _configured(spec, rows).collect()
+
+
+def _configured(spec: dict, rows: pl.DataFrame) -> pl.LazyFrame:
+    """:func:`configured` as a query (polars' cost is per query at these sizes: one, with what follows)."""
     task = get_task(spec["task"])
-    runs = pl.DataFrame([(variant, scheme, task.headline_metric(variant))
+    runs = pl.LazyFrame([(variant, scheme, task.headline_metric(variant))
                          for variant, schemes in spec["runs"].items() for scheme in schemes],
                         schema={"variant": pl.String, "scheme": pl.String, "metric": pl.String},
                         orient="row")
-    mine = rows.filter((pl.col("task") == spec["task"]) & pl.col("seed").is_in(spec["seeds"]))
+    mine = rows.lazy().filter((pl.col("task") == spec["task"]) & pl.col("seed").is_in(spec["seeds"]))
     return mine.join(runs, on=["variant", "scheme", "metric"], how="semi")
 
 
@@ -62,7 +67,7 @@ class TaskResults:
         self.lengths = sorted(spec["lengths"])
         self.train_max = spec["train_lengths"][1]
         self.seeds = len(spec["seeds"])
-        self._rows = configured(spec, rows).filter(pl.col("value").is_not_null())
+        self._rows = _configured(spec, rows).filter(pl.col("value").is_not_null()).collect()
         summary = (self._rows.group_by("variant", "scheme", "k", "length")
                    .agg(mean=pl.col("value").mean(), seed_min=pl.col("value").min(),
                         seed_max=pl.col("value").max(), seeds=pl.col("value").count()))
