@@ -148,7 +148,7 @@ def test_the_interval_is_scipys_to_the_bit():
     and constant sides occur: the interval equals scipy's ttest_ind / ttest_rel interval bit for bit."""
     rng = np.random.default_rng(7)
     checked = {False: 0, True: 0}
-    for _ in range(3000):
+    for _ in range(1000):
         paired = bool(rng.integers(2))
         n = int(rng.integers(2, 21))
         decimals = int(rng.integers(0, 4))
@@ -156,7 +156,7 @@ def test_the_interval_is_scipys_to_the_bit():
         b = np.round(rng.normal(0.5, rng.uniform(0, 0.3), n if paired else int(rng.integers(2, 21))), decimals)
         assert sig.interval(a, b, paired) == scipy_interval(a, b, paired), (a, b, paired)
         checked[paired] += 1
-    assert min(checked.values()) > 1000
+    assert min(checked.values()) > 400
     constant = np.array([0.96] * 4), np.array([1.0] * 4)
     for paired in (False, True):
         assert sig.interval(*constant, paired) == scipy_interval(*constant, paired)
