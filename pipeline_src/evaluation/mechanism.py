@@ -173,10 +173,11 @@ def attention_sums(attention: list[torch.Tensor], queries: torch.Tensor, depends
     and the number of queries. ``attention``: per layer, the probabilities of those queries [Q, H, T].
     Query t sees keys 0..t (causal), so uniform attention puts |set| / (t + 1) on the set."""
     uniform = depends.sum(-1).double() / (queries + 1).double()  # [Q]
+    uniform_odds = torch.logit(uniform, eps=CLAMP)[:, None]  # [Q, 1]: the same for every layer
     sums = []
     for asked in attention:  # [Q, H, T]
         mass = (asked * depends[:, None]).sum(-1).double()  # [Q, H]
-        margin = torch.logit(mass, eps=CLAMP) - torch.logit(uniform, eps=CLAMP)[:, None]
+        margin = torch.logit(mass, eps=CLAMP) - uniform_odds
         sums.append(torch.stack([mass.sum(0), uniform.sum().expand(asked.shape[1]),
                                  torch.special.entr(asked).sum(-1).double().sum(0),
                                  margin.sum(0), margin.square().sum(0)]))
