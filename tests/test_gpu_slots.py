@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_src.devices.setting import GPUS_ENV, SLOTS_ENV
-from tests.helpers import copy_workflow, planned_jobs, snakemake
+from tests.helpers import copy_workflow, planned_jobs, snakemake, write_override
 
 pytestmark = pytest.mark.e2e  # GPU slots claimed by subprocesses, and Snakemake runs
 
@@ -74,7 +74,9 @@ def most_started(log: str) -> int:
 def test_two_pretend_gpus_two_models_each_run_four_training_jobs_at_once(tmp_path):
     workdir = copy_workflow(tmp_path, device="auto")  # auto model jobs claim the pretend GPUs' slots
     env = {GPUS_ENV: "2", "CUDA_VISIBLE_DEVICES": ""}  # pretend GPUs, jobs on the CPU even where a GPU exists
-    args = ("all", "--until", "train", "--configfile", "config/smoke.yaml", "--config", "models_per_gpu=2")
+    # the smoke config's two tasks of 4 cells each: 8 trainings, twice the slots
+    two_tasks = write_override(workdir, "two_tasks.yaml", {"tasks": ["sparse_parity", "parity_scratchpad"]})
+    args = ("all", "--until", "train", "--configfile", "config/smoke.yaml", two_tasks, "--config", "models_per_gpu=2")
     done = snakemake(workdir, *args, "--cores", "6", env=env)  # cores for 6: the GPU slots cap it at 4
     assert most_started(done.stdout + done.stderr) == 4
     held = {0: [], 1: []}  # GPU -> (claimed, finished) of each job on it
@@ -82,7 +84,7 @@ def test_two_pretend_gpus_two_models_each_run_four_training_jobs_at_once(tmp_pat
         slot = json.loads(summary.read_text())["gpu_slot"]  # the slot each job recorded
         assert slot["gpus"] == 2 and slot["models_per_gpu"] == 2 and slot["slot"] in (0, 1)
         held[slot["gpu"]].append((slot["since"], summary.stat().st_mtime))  # (the summary is its last write)
-    assert len(held[0]) + len(held[1]) >= 8 and held[0] and held[1]
+    assert len(held[0]) + len(held[1]) == 8 and held[0] and held[1]
     assert max(most_at_once(held[0]), most_at_once(held[1])) <= 2
     # The packing enters no job's spec: another models_per_gpu reruns nothing.
     again = snakemake(workdir, "-n", *args[:-1], "models_per_gpu=3", env=env)
