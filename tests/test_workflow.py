@@ -163,7 +163,7 @@ def test_a_claim_edit_redraws_only_the_figure_that_states_it(own_package, tmp_pa
         "plot_figure2": 1, "all": 1}
 
 
-@pytest.mark.parametrize("body, field", [
+MALFORMED = [  # a config edit over smoke.yaml -> what its error names
     ({"variable_assignment": {"runs": {"scratch": ["ppc"]}}}, "scratch"),
     ({"parity_scratchpad": {"runs": {"direct": ["bogus"]}}}, "bogus"),
     ({"tasks": ["sparse_parity", "parity"]}, "tasks"),
@@ -174,7 +174,25 @@ def test_a_claim_edit_redraws_only_the_figure_that_states_it(own_package, tmp_pa
     ({"sparse_parity": {"schemes": ["rope", "bogus"]}}, "schemes"),
     ({"sparse_parity": {"k_train": [40]}}, "k_train"),
     ({"device": "gpu"}, "device"),
-])
+]
+
+
+@pytest.mark.parametrize("body, field", MALFORMED)
+def test_malformed_config_names_the_field_where_the_snakefile_loads_it(tmp_path, monkeypatch, body, field):
+    """Each edit fails the Snakefile's config load (read_config and validate: load_config) naming its field."""
+    from pipeline_src.config.layers import ConfigError
+    from pipeline_src.planning.load_config import load_config
+
+    monkeypatch.chdir(REPO)
+    override = tmp_path / "bad.yaml"
+    override.write_text(yaml.safe_dump(body))
+    with pytest.raises(ConfigError, match=re.escape(field)):
+        load_config([Path("config/smoke.yaml"), override])
+
+
+# Snakemake itself on one edit of each check: an unknown key and a wrong type (the schema), a task
+# not registered, a cross-field rule of a task's (its study) and a device not known
+@pytest.mark.parametrize("body, field", [MALFORMED[i] for i in (2, 3, 5, 6, 9)])
 @pytest.mark.e2e
 def test_malformed_config_fails_before_any_job_naming_the_field(pipeline, body, field):
     override = write_override(pipeline, "bad.yaml", body)
