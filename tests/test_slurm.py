@@ -31,17 +31,19 @@ SETTINGS = {"LENGTHGEN_SLURM_PARTITION": "cpu", "LENGTHGEN_SLURM_GPU_PARTITION":
 # Without Slurm accounting (sacct fails) the plugin must poll squeue; small jobs: poll early.
 FLAGS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1")
 GROUP = "models_evaluate_train"  # the group job of the cells' trainings and evaluations
+LAUNCHER = Path(__file__).with_name("slurm_snakemake.py")
 TWO_CELLS = {"sparse_parity": {"schemes": ["rope_pose"], "seeds": [0, 1]}}
 
 
 def run(workdir: Path, env: dict, target: str, *configfiles: str, device: str,
         timeout: int = 1800) -> tuple[subprocess.CompletedProcess, float]:
-    """``snakemake <target>`` through profiles/slurm as docs/cluster.md shows it; the result and its
-    seconds (a run still going after ``timeout`` seconds fails the test)."""
+    """``snakemake <target>`` through profiles/slurm as docs/cluster.md shows it (its status checks at
+    most 2 s apart: tests/slurm_snakemake.py); the result and its seconds (a run still going after
+    ``timeout`` seconds fails the test)."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "snakemake", target, "--workflow-profile", "profiles/slurm",
+        [sys.executable, str(LAUNCHER), target, "--workflow-profile", "profiles/slurm",
          "--configfile", "config/smoke.yaml", *configfiles, "--config", f"device={device}", *FLAGS],
         cwd=workdir, env={**env, **SETTINGS, "PATH": path}, capture_output=True, text=True, timeout=timeout)
     return done, time.monotonic() - start
@@ -86,9 +88,8 @@ def test_one_chain_runs_where_the_settings_say_and_a_failed_job_stops_the_run(cl
 
     # device: cuda reruns the model jobs, which now ask for a GPU (here a pretend one): the
     # training fails on this CPU-only torch, and the run reports it and stops: one submission, failed,
-    # none retried. No bound on its seconds: the plugin's status checks come 1, 12, 33, 64... s after
-    # the submission, so a busy machine can double them (35 s alone, 68 s beside other tests); a run
-    # that does not stop is caught by the timeout.
+    # none retried. No bound on its seconds (a busy machine doubles them); a run that does not stop is
+    # caught by the timeout.
     cuda, seconds = run(workdir, cluster, "figure1", two_cells, device="cuda", timeout=600)
     print(f"one chain through Slurm: {chain_seconds:.0f} s; the failing run: {seconds:.0f} s")
     failed = {job_id: record for job_id, record in slurm_jobs(cluster).items() if job_id not in jobs}
