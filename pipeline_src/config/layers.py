@@ -53,11 +53,11 @@ def _read_config_file(path: Path) -> dict:
 @functools.lru_cache(maxsize=256)  # a search over the shipped layerings reads each file hundreds of times
 def _parsed(path: str, text: str) -> dict:
     """The mapping ``text``, the config file ``path``'s content, holds (a pure function of both)."""
-    import yaml
+    from ..storage import yaml_text
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        data = yaml_text.read(text)
+    except yaml_text.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = " ".join(str(part) for part in (getattr(err, "context", None), getattr(err, "problem", None)) if part)

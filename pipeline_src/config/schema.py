@@ -26,14 +26,13 @@ class ConfigSchemaError(ValueError):
 
 @functools.cache
 def _schema() -> dict:
-    import yaml
-
     from ..schemes import SCHEMES
+    from ..storage import yaml_text
     from ..tasks import TASKS
     from .influence_config import InfluenceConfig
     from .model_config import ModelConfig, block_schema
 
-    schema = yaml.safe_load(SCHEMA_FILE.read_text())
+    schema = yaml_text.read(SCHEMA_FILE.read_text())
     defs = schema["$defs"]
     defs["model"] = block_schema(ModelConfig)
     analysis = defs["language"]["properties"]["analysis"]
@@ -122,14 +121,14 @@ def _coerced(value, schemas: list[dict], root: dict):
 def _readings(text: str) -> list:
     """What a command-line string may mean, the most specific first: its YAML value unless a string
     (``2``, ``true``, ``null``), a float in any spelling Python reads (``1e-3``), the string itself."""
-    import yaml
+    from ..storage import yaml_text
 
     readings = []
     try:
-        read = yaml.safe_load(text)
+        read = yaml_text.read(text)
         if not isinstance(read, str):
             readings.append(read)
-    except yaml.YAMLError:
+    except yaml_text.YAMLError:
         pass
     if _is_number(text):
         readings.append(float(text))

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from ..storage import yaml_text
 
 SHIPPED = Path(__file__).resolve().parent / "claims"  # the paper's findings, one file each
 SCHEMA = Path(__file__).resolve().parent / "claim.schema.yaml"
@@ -133,7 +133,7 @@ def side(entry: dict | None) -> Side | None:
 @functools.cache
 def claim_schema() -> dict:
     """The claim file's JSON schema, read once (it is checked for every claim file a run parses)."""
-    return yaml.safe_load(SCHEMA.read_text())
+    return yaml_text.read(SCHEMA.read_text())
 
 
 def load(path: Path) -> Claim:
@@ -153,9 +153,9 @@ def _parsed(path: Path, text: str) -> Claim:
     from ..config.schema import ConfigSchemaError, check
 
     try:
-        entry = yaml.safe_load(text)
+        entry = yaml_text.read(text)
         check(entry, claim_schema(), str(path))
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, yaml_text.YAMLError) as err:
         raise ClaimError(f"{path}: not a claim file ({str(err).splitlines()[0]})") from None
     except ConfigSchemaError as err:
         raise ClaimError(str(err).replace(f"{path} field ", f"{path}: field ", 1)) from None

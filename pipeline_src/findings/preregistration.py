@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
+from ..storage import yaml_text
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ def summary_made(summary: Path, figure: str) -> list[Made]:
 def fields_of(text: str) -> dict:
     """A claim file's fields ({} where it holds no mapping)."""
     try:
-        found = yaml.safe_load(text)
-    except yaml.YAMLError:
+        found = yaml_text.read(text)
+    except yaml_text.YAMLError:
         return {}
     return found if isinstance(found, dict) else {}
 

@@ -24,11 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from ..findings import judge as judged
 from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, part_rows
 from ..findings.stability import FRAGILE_NOTE
+from ..storage import yaml_text
 
 NO_RESULTS = "no results yet"
 NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding compares
@@ -72,8 +71,8 @@ class Scale:
 def read(path: Path) -> list[Scale]:
     """The scales of the scales file ``path``, checked field by field."""
     try:
-        entries = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as err:
+        entries = yaml_text.read(Path(path).read_text())
+    except (OSError, yaml_text.YAMLError) as err:
         raise ScalesError(f"{path}: not a scales file ({str(err).splitlines()[0]})") from None
     if not isinstance(entries, list) or not entries:
         raise ScalesError(f"{path}: a scales file is a non-empty list of scales (fields {', '.join(FIELDS)})")
