@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import pipeline_src.cli  # noqa: F401  (first: the commands' settings, polars' engine among them, for every test)
 from pipeline_src import datasets
 from pipeline_src.provenance.records import build_record
 from pipeline_src.tasks import get_task
