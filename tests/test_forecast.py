@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src.evaluation.forecast import mass_forecast, predicted_mass, reach
+from pipeline_src.evaluation.forecast import mass_forecast, predicted_mass, reach, reaches
 from pipeline_src.evaluation.mechanism import attention_means, attention_sums
+from pipeline_src.findings.judge_forecast import judged
 
 MARGIN = 2.5  # the synthetic head's logit on its dependency set, 0 on every other key
 
@@ -78,3 +79,51 @@ def test_a_model_whose_mass_follows_the_forecast_reaches_where_the_forecast_does
     assert reach(lengths, found["predicted"], level) == reach(lengths, found["measured"], level) == 20
     assert reach([1, 2, 3], [0.9, 0.4, 0.9], 0.5) == 1  # it ends at the first length below
     assert reach([1, 2], [0.4, 0.9], 0.5) is None and reach([1, 2], [0.9, float("nan")], 0.5) == 1
+
+
+def accuracy_table(curves: dict[tuple[int, int | None], list[float]], lengths: list[int]) -> pl.DataFrame:
+    """Exact match of the model of :func:`attention_table` (seed 0) by (k_train, k): ``curves``."""
+    rows = [("sparse_parity", "k2", "rope", k_train, 0, k, length, "exact_match", 20, None, value, None, None)
+            for (k_train, k), curve in curves.items() for length, value in zip(lengths, curve, strict=True)]
+    columns = ["task", "variant", "scheme", "k_train", "seed", "k", "length", "metric", "n", "correct",
+               "accuracy", "ci_low", "ci_high"]
+    return pl.DataFrame(rows, schema=columns, orient="row")
+
+
+def test_a_models_reaches_are_where_its_forecast_mass_and_its_exact_match_fall():
+    """Predicted reach: the forecast mass at half its own at the longest training length (10) or more;
+    measured: exact match at 0.9 of its own there or more; both at k_test = K_train (2), not at k 3."""
+    lengths, uniform = [5, 10, 20, 40, 80], [0.4, 0.2, 0.1, 0.05, 0.025]
+    follows = list(predicted_mass(2.0, uniform))  # 0.83, 0.65, 0.45, 0.28, 0.16: above 0.325 up to 20
+    forecast = mass_forecast(attention_table({(0, 0): follows}, lengths, uniform), train_lengths=[5, 10])
+    accuracy = accuracy_table({(2, 2): [1.0, 1.0, 0.95, 0.5, 0.0], (2, 3): [1.0] * 5}, lengths)
+    found = reaches(forecast, accuracy, train_lengths=[5, 10])
+    assert found.select("k", "predicted_reach", "measured_reach").rows() == [(2, 20, 20)]
+    assert found.select("predicted_far", "measured_far").row(0) == pytest.approx((follows[3], follows[3]))
+    falls_at_once = accuracy_table({(2, 2): [0.5, 1.0, 0.2, 0.0, 0.0]}, lengths)  # below 0.9 at the first length
+    assert reaches(forecast, falls_at_once, [5, 10])["measured_reach"].to_list() == [0]
+    without_t = accuracy.filter(pl.col("length") != 10)
+    assert reaches(forecast, without_t, [5, 10]).height == 0  # no exact match at T: no reach to compare
+
+
+def reach_table(predicted: list[int], measured: list[int], far: list[tuple[float, float]] | None = None):
+    far = far or [(None, None)] * len(predicted)
+    return pl.DataFrame({"predicted_reach": predicted, "measured_reach": measured,
+                         "predicted_far": [f[0] for f in far], "measured_far": [f[1] for f in far]},
+                        schema={"predicted_reach": pl.Int64, "measured_reach": pl.Int64,
+                                "predicted_far": pl.Float64, "measured_far": pl.Float64})
+
+
+def test_the_forecast_criterion_needs_both_its_parts():
+    near = [(0.5, 0.6), (0.4, 0.3), (0.2, 0.9), (0.1, 0.1), (0.3, 0.3)]  # 4 of 5 within 0.15
+    ranked = judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160], near))
+    assert ranked.word == "reproduced" and ranked.rho > 0.9 and ranked.p < 0.05 and (ranked.close, ranked.far) == (4, 5)
+    assert str(ranked).startswith("reproduced: (a) rho = 0.97") and "(b) 4 of 5 within 0.15 at 4x" in str(ranked)
+    reversed_ = judged(reach_table([20, 40, 80, 160, 320], [160, 80, 40, 40, 10], near))
+    assert reversed_.ranks is False and reversed_.word == "contradicted"
+    far_off = [(0.9, 0.1)] * 3 + [(0.1, 0.1)] * 2  # 2 of 5 within: fewer than half
+    assert judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160], far_off)).word == "contradicted"
+    assert judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160])).word == "undecided"  # none at 4x
+    assert judged(reach_table([20, 40, 80], [10, 40, 80], near[:3])).ranks is None  # 3 models cannot rank
+    tied = judged(reach_table([40] * 5, [10, 40, 40, 80, 160], near))
+    assert tied.ranks is None and tied.word == "undecided" and "rho undefined" in str(tied)

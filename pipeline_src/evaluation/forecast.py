@@ -62,3 +62,41 @@ def reach(lengths, values, level: float) -> int | None:
             break
         reached = length
     return reached
+
+
+MASS_LEVEL = 0.5  # predicted reach: forecast mass >= this share of its own at the longest training length
+ACCURACY_LEVEL = 0.9  # measured reach: exact match >= this share of its own there
+FAR = 4  # the mass forecast is compared with the measured one at FAR times the longest training length
+
+
+def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[int]) -> pl.DataFrame:
+    """Per model of one task's ``forecast`` (:func:`mass_forecast`) at its k_test = K_train (the task's
+    one k where it has none): the ``predicted_reach`` (the longest evaluated length up to which the
+    forecast mass stays >= MASS_LEVEL of its own at the longest of ``train_lengths``, T) and the
+    ``measured_reach`` (that of ``accuracy``'s exact match >= ACCURACY_LEVEL of its own at T), each
+    counted from the first evaluated length and 0 where that is already below; and the predicted
+    and measured mass at FAR x T (null where that length was not evaluated). Models with no forecast
+    or no exact match at T are left out."""
+    longest = max(train_lengths)
+    at_k = pl.col("k").is_null() | pl.col("k_train").is_null() | (pl.col("k") == pl.col("k_train"))
+    mass = forecast.filter(at_k)
+    exact = accuracy.filter(at_k & (pl.col("metric") == "exact_match")).select(*RUN, "k", "length", "accuracy")
+    rows = []
+    for (model, curve) in mass.sort("length").group_by([*RUN, "k"], maintain_order=True):
+        model = dict(zip([*RUN, "k"], model, strict=True))
+        matched = exact.filter(*(pl.col(c).eq_missing(v) for c, v in model.items())).sort("length")
+        mass_at, accuracy_at = (dict(zip(t["length"], t[column], strict=True))
+                                for t, column in ((curve, "predicted"), (matched, "accuracy")))
+        if longest not in mass_at or accuracy_at.get(longest) is None:
+            continue
+        far = curve.filter(pl.col("length") == FAR * longest)
+        rows.append({**model,
+                     "predicted_reach": reach(curve["length"], curve["predicted"], MASS_LEVEL * mass_at[longest]) or 0,
+                     "measured_reach": reach(matched["length"], matched["accuracy"],
+                                             ACCURACY_LEVEL * accuracy_at[longest]) or 0,
+                     "predicted_far": far["predicted"].first() if far.height else None,
+                     "measured_far": far["measured"].first() if far.height else None})
+    columns = {**dict.fromkeys(["task", "variant", "scheme"], pl.String), "k_train": pl.Int32, "seed": pl.Int64,
+               "k": pl.Int32, "predicted_reach": pl.Int64, "measured_reach": pl.Int64,
+               "predicted_far": pl.Float64, "measured_far": pl.Float64}
+    return pl.DataFrame(rows, schema=columns)

@@ -1,0 +1,80 @@
+"""The forecast judged across models (docs/mechanism.md, "The forecast"): from each model's predicted
+and measured reach and its forecast and measured mass at 4x the longest training length
+(:func:`pipeline_src.evaluation.forecast.reaches`), both parts of the criterion fixed before the runs:
+
+* (a) the predicted reach ranks the measured one: Spearman's rho >= :data:`RHO` and its one-sided p
+  <= :data:`~.significance.ALPHA` (``scipy.stats.spearmanr``, ties at their mean rank, its p from the
+  t distribution of n - 2 degrees of freedom);
+* (b) the forecast mass at 4x is within :data:`MASS_ERROR` of the measured one for at least half the
+  models that were evaluated there.
+
+Both holding reproduce the claim, either failing contradicts it. Fewer than :data:`FEWEST` models,
+or every model at one reach (no ranking to compare), leave it undecided, as does (b) with no model
+evaluated at 4x.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import polars as pl
+
+from .significance import ALPHA
+from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
+
+RHO = 0.7
+MASS_ERROR = 0.15
+FEWEST = 4  # the fewest models whose ranks can give a one-sided p below ALPHA (1 / 4! = 0.042)
+
+
+@dataclass(frozen=True)
+class ForecastVerdict:
+    """The two parts' numbers and the verdict they give."""
+
+    models: int
+    rho: float  # NaN where every predicted or every measured reach is one value
+    p: float
+    close: int  # models whose forecast mass at 4x is within MASS_ERROR of the measured one
+    far: int  # models evaluated at 4x
+
+    @property
+    def ranks(self) -> bool | None:
+        """Part (a): None where it cannot be judged."""
+        if self.models < FEWEST or math.isnan(self.rho):
+            return None
+        return self.rho >= RHO and self.p <= ALPHA
+
+    @property
+    def masses(self) -> bool | None:
+        """Part (b): None where no model was evaluated at 4x."""
+        return None if self.far == 0 else 2 * self.close >= self.far
+
+    @property
+    def word(self) -> str:
+        parts = (self.ranks, self.masses)
+        if False in parts:
+            return CONTRADICTED
+        return REPRODUCED if None not in parts else UNDECIDED
+
+    def __str__(self) -> str:
+        rho = "rho undefined" if math.isnan(self.rho) else f"rho = {self.rho:.2f}, p = {self.p:.2g}"
+        return (f"{self.word}: (a) {rho} over {self.models} models; "
+                f"(b) {self.close} of {self.far} within {MASS_ERROR} at 4x")
+
+
+def judged(reaches: pl.DataFrame) -> ForecastVerdict:
+    """The criterion over the models of ``reaches`` (columns predicted_reach, measured_reach,
+    predicted_far, measured_far)."""
+    from scipy.stats import spearmanr
+
+    predicted, measured = reaches["predicted_reach"].to_numpy(), reaches["measured_reach"].to_numpy()
+    constant = len(set(predicted.tolist())) < 2 or len(set(measured.tolist())) < 2
+    if reaches.height < FEWEST or constant:
+        rho = p = math.nan
+    else:
+        found = spearmanr(predicted, measured, alternative="greater")
+        rho, p = float(found.statistic), float(found.pvalue)
+    far = reaches.drop_nulls(["predicted_far", "measured_far"])
+    close = far.filter((pl.col("predicted_far") - pl.col("measured_far")).abs() <= MASS_ERROR).height
+    return ForecastVerdict(reaches.height, rho, p, close, far.height)
