@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ..evaluation.forecast import FAR
 from .significance import ALPHA
 from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
 
@@ -35,8 +36,8 @@ class ForecastVerdict:
     models: int
     rho: float  # NaN where every predicted or every measured reach is one value
     p: float
-    close: int  # models whose forecast mass at 4x is within MASS_ERROR of the measured one
-    far: int  # models evaluated at 4x
+    close: int  # models whose forecast mass at FAR x T is within MASS_ERROR of the measured one
+    far: int  # models evaluated at FAR x T
 
     @property
     def ranks(self) -> bool | None:
@@ -47,7 +48,7 @@ class ForecastVerdict:
 
     @property
     def masses(self) -> bool | None:
-        """Part (b): None where no model was evaluated at 4x."""
+        """Part (b): None where no model was evaluated at FAR x T."""
         return None if self.far == 0 else 2 * self.close >= self.far
 
     @property
@@ -60,7 +61,7 @@ class ForecastVerdict:
     def __str__(self) -> str:
         rho = "rho undefined" if math.isnan(self.rho) else f"rho = {self.rho:.2f}, p = {self.p:.2g}"
         return (f"{self.word}: (a) {rho} over {self.models} models; "
-                f"(b) {self.close} of {self.far} within {MASS_ERROR} at 4x")
+                f"(b) {self.close} of {self.far} within {MASS_ERROR} at {FAR}x")
 
 
 def judged(reaches: pl.DataFrame) -> ForecastVerdict:
