@@ -122,14 +122,13 @@ def changed_files(before: dict[Path, bytes], workdir: Path) -> list[str]:
 def _smoke_plan() -> tuple[int, dict[str, int], tuple[str, ...], list[str]]:
     """The smoke config's number of trained models, its task figures' plot rules (rule -> 1), every
     figure, and the tasks with a mechanism figure."""
-    from pipeline_src.planning import jobs
-    from pipeline_src.planning import language_jobs as lang
+    from pipeline_src.planning import jobs, studies
     from pipeline_src.planning.load_config import load_config
 
     smoke = load_config([REPO / "config" / "smoke.yaml"], base=REPO / "config" / "config.yaml")
     task_figures = jobs.figures(smoke)
     models = sum(len(jobs.cells(smoke, task)) for task in jobs.tasks(smoke))
-    return (models, {f"plot_{figure}": 1 for figure in task_figures}, (*task_figures, *lang.figures(smoke)),
+    return (models, {f"plot_{figure}": 1 for figure in task_figures}, tuple(studies.figures(smoke)),
             jobs.mechanism_tasks(smoke))
 
 

@@ -35,6 +35,7 @@ STAGE_JOBS = {
     "language_train": ("language_train", None, "rope"),
     "language_eval": ("language_eval", None, None),
     "language_figures": ("language_figures", None, None),
+    "forecast_figures": ("forecast_figures", None, None),
 }
 # Every job of every task in the synthetic stages.
 TASK_JOBS = [(stage, task, "rope" if stage in ("train", "evaluate") else None)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline_src.evaluation.forecast import mass_forecast, predicted_mass, reach, reaches
+from pipeline_src.evaluation.forecast import forecast_of, mass_forecast, predicted_mass, reach, reaches
 from pipeline_src.evaluation.mechanism import attention_means, attention_sums
 from pipeline_src.findings.judge_forecast import judged
 
@@ -127,3 +127,43 @@ def test_the_forecast_criterion_needs_both_its_parts():
     assert judged(reach_table([20, 40, 80], [10, 40, 80], near[:3])).ranks is None  # 3 models cannot rank
     tied = judged(reach_table([40] * 5, [10, 40, 40, 80, 160], near))
     assert tied.ranks is None and tied.word == "undecided" and "rho undefined" in str(tied)
+
+
+def test_the_figure_forecasts_each_task_from_its_own_training_lengths():
+    """Two tasks in one figure: each model's reach and mass from its task's evaluated lengths within its
+    training range (the margin read there only), T beside it; a task with no attention rows is left out."""
+    lengths, uniform = [5, 10, 20, 40, 80], [0.4, 0.2, 0.1, 0.05, 0.025]
+    first = attention_table({(0, 0): list(predicted_mass(2.0, uniform))}, lengths, uniform)
+    second = first.with_columns(task=pl.lit("parity_scratchpad"), k_train=None, k=None, variant=pl.lit("scratchpad"))
+    accuracy = accuracy_table({(2, 2): [1.0, 1.0, 0.95, 0.5, 0.0]}, lengths)
+    accuracy = pl.concat([accuracy, accuracy.with_columns(task=pl.lit("parity_scratchpad"), k_train=None, k=None,
+                                                          variant=pl.lit("scratchpad"))])
+    spec = {"tasks": {"sparse_parity": {"train_lengths": [5, 10], "lengths": lengths, "seeds": [0]},
+                      "parity_scratchpad": {"train_lengths": [1, 20], "lengths": lengths, "seeds": [0]},
+                      "addition": {"train_lengths": [1, 10], "lengths": lengths, "seeds": [0]}}}
+    curves, found = forecast_of(spec, accuracy, pl.concat([first, second]))
+    assert found.select("task", "T", "predicted_reach", "measured_reach").rows() == [
+        ("sparse_parity", 10, 20, 20), ("parity_scratchpad", 20, 40, 20)]
+    direct = reaches(mass_forecast(first, [5, 10]), accuracy.filter(pl.col("task") == "sparse_parity"), [5, 10])
+    assert found.drop("T").head(1).equals(direct)
+    assert curves.filter(pl.col("task") == "parity_scratchpad")["predicted"].to_list() == pytest.approx(
+        curves.filter(pl.col("task") == "parity_scratchpad")["measured"].to_list())
+
+
+def test_the_forecast_figure_is_planned_over_every_model_with_declared_dependency_sets():
+    """The default run plans one forecast figure from each model's accuracy and attention tables, and
+    everything they were made from; its spec passes the plot command's check."""
+    from pipeline_src.planning import jobs, spec_check, studies
+    from pipeline_src.planning.load_config import load_config
+
+    config = load_config()
+    study = studies.study_of("forecast")
+    assert "forecast" in studies.figures(config)
+    cells = [cell for task in jobs.mechanism_tasks(config) for cell in jobs.cells(config, task)]
+    tables = study.figure_tables(config, "forecast")
+    assert len(tables) == 2 * len(cells) and set(tables) <= set(study.made_from(config, "forecast"))
+    spec = study.figure_spec(config, "forecast")
+    spec_check.plot("forecast", spec, captioned=True)
+    assert set(spec["tasks"]) == set(jobs.mechanism_tasks(config))
+    with pytest.raises(spec_check.SpecError, match="tasks"):
+        spec_check.plot("forecast", {"tasks": {"no_such_task": spec["tasks"]["sparse_parity"]}})

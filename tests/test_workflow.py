@@ -90,22 +90,25 @@ def test_reordered_yaml_reruns_nothing(pipeline):
     assert planned_jobs(snakemake(pipeline, "-n", "all", "--configfile", override)) == {}
 
 
+FORECAST = {"plot_forecast": 1}  # every model's accuracy and attention tables are its inputs
+
 EDITS = {  # a config edit over smoke.yaml -> exactly the jobs a dry run must plan
-    "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "plot_figure1": 1}),
+    "eval batch size": ({"sparse_parity": {"eval": {"batch_size": 7}}}, {"evaluate": 4, "plot_figure1": 1, **FORECAST}),
     "eval samples": ({"sparse_parity": {"eval": {"n_per_cell": 11}}},
-                     {"eval_data": 1, "evaluate": 4, "plot_figure1": 1}),
-    "training steps": ({"sparse_parity": {"train": {"steps": 31}}}, {"train": 4, "evaluate": 4, "plot_figure1": 1}),
+                     {"eval_data": 1, "evaluate": 4, "plot_figure1": 1, **FORECAST}),
+    "training steps": ({"sparse_parity": {"train": {"steps": 31}}},
+                       {"train": 4, "evaluate": 4, "plot_figure1": 1, **FORECAST}),
     "one more scheme": ({"parity_scratchpad": {"runs": {"scratchpad": ["ppc", "coupled", "rope_pose", "nope"]}}},
-                        {"train": 1, "evaluate": 1, "plot_figure2": 1}),
+                        {"train": 1, "evaluate": 1, "plot_figure2": 1, **FORECAST}),
     "ppc loss weight": ({"variable_assignment": {"train": {"position_loss_weight": 0.5}}},
-                        {"train": 1, "evaluate": 1, "plot_figure3": 1}),
+                        {"train": 1, "evaluate": 1, "plot_figure3": 1, **FORECAST}),
     # only the PoSE language model uses pose_chunks: the rope models are not retrained
     "language pose chunks": ({"language": {"pose": {"pose_chunks": 3}}},
                              {"language_train": 1, "language_eval": 1, "plot_language_pose": 1}),
     # the device (cpu -> auto) enters every model job's spec, never the datasets'
     "device": ({"device": "auto"}, {"train": MODELS, "evaluate": MODELS, "language_train": 3, "language_eval": 3,
                                    "language_influence": 1, **TASK_FIGURES, "plot_figure4": 1,
-                                   "plot_language_pose": 1}),
+                                   "plot_language_pose": 1, **FORECAST}),
 }
 
 
@@ -149,7 +152,8 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(own_package, tmp
     assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
     decoding = package / "evaluation" / "decoding.py"
     decoding.write_text(decoding.read_text() + "\n_EDITED = True\n")
-    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {"evaluate": MODELS, **TASK_FIGURES, "all": 1}
+    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {"evaluate": MODELS, **TASK_FIGURES, **FORECAST,
+                                                                   "all": 1}
 
 
 @pytest.mark.e2e

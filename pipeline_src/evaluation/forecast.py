@@ -67,6 +67,14 @@ def reach(lengths, values, level: float) -> int | None:
 MASS_LEVEL = 0.5  # predicted reach: forecast mass >= this share of its own at the longest training length
 ACCURACY_LEVEL = 0.9  # measured reach: exact match >= this share of its own there
 FAR = 4  # the mass forecast is compared with the measured one at FAR times the longest training length
+REACH_COLUMNS = {**dict.fromkeys(["task", "variant", "scheme"], pl.String), "k_train": pl.Int32, "seed": pl.Int64,
+                 "k": pl.Int32, "predicted_reach": pl.Int64, "measured_reach": pl.Int64,
+                 "predicted_far": pl.Float64, "measured_far": pl.Float64}  # a row of :func:`reaches`
+
+
+def at_k_train() -> pl.Expr:
+    """The rows at k_test = K_train (every row of a task without either)."""
+    return pl.col("k").is_null() | pl.col("k_train").is_null() | (pl.col("k") == pl.col("k_train"))
 
 
 def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[int]) -> pl.DataFrame:
@@ -78,9 +86,8 @@ def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[
     and measured mass at FAR x T (null where that length was not evaluated). Models with no forecast
     or no exact match at T are left out."""
     longest = max(train_lengths)
-    at_k = pl.col("k").is_null() | pl.col("k_train").is_null() | (pl.col("k") == pl.col("k_train"))
-    mass = forecast.filter(at_k)
-    exact = accuracy.filter(at_k & (pl.col("metric") == "exact_match")).select(*RUN, "k", "length", "accuracy")
+    mass = forecast.filter(at_k_train())
+    exact = accuracy.filter(at_k_train() & (pl.col("metric") == "exact_match")).select(*RUN, "k", "length", "accuracy")
     rows = []
     for (model, curve) in mass.sort("length").group_by([*RUN, "k"], maintain_order=True):
         model = dict(zip([*RUN, "k"], model, strict=True))
@@ -96,7 +103,40 @@ def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[
                                              ACCURACY_LEVEL * accuracy_at[longest]) or 0,
                      "predicted_far": far["predicted"].first() if far.height else None,
                      "measured_far": far["measured"].first() if far.height else None})
-    columns = {**dict.fromkeys(["task", "variant", "scheme"], pl.String), "k_train": pl.Int32, "seed": pl.Int64,
-               "k": pl.Int32, "predicted_reach": pl.Int64, "measured_reach": pl.Int64,
-               "predicted_far": pl.Float64, "measured_far": pl.Float64}
-    return pl.DataFrame(rows, schema=columns)
+    return pl.DataFrame(rows, schema=REACH_COLUMNS)
+
+
+
+def from_tables(spec: dict, inputs: list) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`forecast_of` the forecast figure's tables ``inputs``: each model's accuracy table and its
+    attention table, each checked against its schema."""
+    from pathlib import Path
+
+    from .accuracy_schema import read_accuracy
+    from .mechanism_schema import read
+
+    named = {name: [Path(path) for path in inputs if Path(path).name == f"{name}.parquet"]
+             for name in ("accuracy", "attention")}
+    attention = [read(path, "attention") for path in named["attention"]]
+    return forecast_of(spec, read_accuracy(named["accuracy"]), pl.concat(attention) if attention else None)
+
+
+def forecast_of(spec: dict, accuracy: pl.DataFrame,
+                attention: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per task of the forecast figure's spec ``spec`` (its ``train_lengths``, ``lengths`` and ``seeds``)
+    with rows in the ``attention`` and ``accuracy`` tables: every model's mass forecast (:func:`mass_forecast`)
+    from the evaluated lengths within the task's training range, and its :func:`reaches`, each with the
+    task's longest such length ``T`` beside it."""
+    curves, found = [], []
+    for task, section in spec["tasks"].items():
+        low, high = section["train_lengths"]
+        trained = [length for length in section["lengths"] if low <= length <= high]
+        mine = attention.filter(pl.col("task") == task) if attention is not None else None
+        if mine is None or mine.is_empty() or not trained:
+            continue
+        forecast = mass_forecast(mine, trained)
+        longest = pl.lit(max(trained), dtype=pl.Int64).alias("T")
+        curves.append(forecast.with_columns(longest))
+        found.append(reaches(forecast, accuracy.filter(pl.col("task") == task), trained).with_columns(longest))
+    return (pl.concat(curves) if curves else pl.DataFrame(),
+            pl.concat(found) if found else pl.DataFrame(schema={**REACH_COLUMNS, "T": pl.Int64}))

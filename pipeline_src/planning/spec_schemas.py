@@ -118,6 +118,11 @@ def figure_spec(figure: str) -> dict:
     caption's finding only."""
     if figure in lang.LANGUAGE_FIGURES:
         return language_figure_spec(figure)
+    if figure not in jobs.FIGURE_TASK:  # the forecast: per task, the fields of its figure's spec it reads
+        integers = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
+        fields = {"train_lengths": {**integers, "minItems": 2, "maxItems": 2}, "lengths": integers, "seeds": integers}
+        return spec({"tasks": {"type": "object", "minProperties": 1, "propertyNames": part("tasks", "[]"),
+                               "additionalProperties": block(fields)}})
     task = jobs.FIGURE_TASK[figure]
     lengths = part(task, "eval", "lengths")
     fields = {"task": const(task), "runs": {"type": "object", "minProperties": 1, "propertyNames": variant(task),

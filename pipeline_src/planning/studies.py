@@ -1,6 +1,7 @@
-"""The studies of the pipeline (:class:`pipeline_src.planning.study.Study`): the synthetic tasks
-and the natural-language analysis. The workflow, the plot command, the landing page, ``lengthgen
-findings`` and the fault-injection tool loop over :data:`STUDIES`; a new study is one more entry.
+"""The studies of the pipeline (:class:`pipeline_src.planning.study.Study`): the synthetic tasks,
+the natural-language analysis and the forecast across the tasks' models. The workflow, the plot
+command, the landing page, ``lengthgen findings`` and the fault-injection tool loop over
+:data:`STUDIES`; a new study is one more entry.
 
 Each study checks its part of a config (``Study.check``); :func:`pipeline_src.planning.load_config.validate`
 runs every study's check after the schema's.
@@ -11,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import paths
+from .forecast_study import ForecastStudy
 from .language_study import LanguageStudy
 from .study import Study
 from .task_study import TaskStudy
 
-STUDIES: tuple[Study, ...] = (TaskStudy(), LanguageStudy())
+STUDIES: tuple[Study, ...] = (TaskStudy(), LanguageStudy(), ForecastStudy())
 
 
 def figures(config: dict) -> list[str]:

@@ -62,11 +62,13 @@ STAGE_COMMANDS = {
     "language_train": ("lm_train",),
     "language_eval": ("lm_eval", "influence"),
     "language_figures": ("plot",),
+    "forecast_figures": ("plot",),
 }
 # The modules that the plot command loads by name, as its figure's study names the function drawing
 # it (a task's figure: its task's, which entry_modules adds); tests/test_code_digest.py holds these
 # equal to the language study's.
-DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose")}
+DRAWN_BY_NAME = {"language_figures": ("figures.figure4", "figures.language_pose"),
+                 "forecast_figures": ("figures.forecast_figure",)}
 _PLOT = ("figures.mechanism_figure", "figures.training_curves", "figures.caption", "findings.judge",
          "findings.claim_file", "findings.fit_gate", "evaluation.mechanism_schema")
 # The modules those functions import, and those they load by name (tests/test_code_digest.py holds
@@ -80,6 +82,7 @@ STAGE_ENTRIES = {
     "language_train": ("language.lm_training", "training.train", "training.checkpoints", "devices.placement"),
     "language_eval": ("language.analysis", "training.checkpoints", "devices.placement"),
     "language_figures": (*_PLOT, *DRAWN_BY_NAME["language_figures"]),
+    "forecast_figures": (*_PLOT, *DRAWN_BY_NAME["forecast_figures"]),
 }
 DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)  # nodes with docstrings
 STORE = f"__pycache__/code_digest.{sys.implementation.cache_tag}.json"  # under PACKAGE_DIR: the parses
