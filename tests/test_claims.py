@@ -94,7 +94,7 @@ def test_each_shipped_registration_is_in_heads_history_and_names_a_heading():
     from tests.helpers import anchors
 
     named = [claim for claim in load_claims() if claim.registered is not None]
-    assert {claim.name for claim in named} == {"F1", "F1'", "F1r", "F2", "F3", "F4", "F4'"}
+    assert {claim.name for claim in named} == {"F1", "F1'", "F1r", "F2", "F3", "F4", "F4'", "forecast"}
     for claim in named:
         commit, text = claim.registered
         assert registered_version(claim.path, commit).time < versions(claim.path)[0].time, claim.path

@@ -3,6 +3,8 @@ from the margin the mechanism tables measure (pipeline_src/evaluation/mechanism.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import polars as pl
 import pytest
@@ -11,6 +13,7 @@ import torch
 from pipeline_src.evaluation.forecast import forecast_of, mass_forecast, predicted_mass, reach, reaches
 from pipeline_src.evaluation.mechanism import attention_means, attention_sums
 from pipeline_src.findings.judge_forecast import judged
+from tests.helpers import REPO
 
 MARGIN = 2.5  # the synthetic head's logit on its dependency set, 0 on every other key
 
@@ -167,3 +170,46 @@ def test_the_forecast_figure_is_planned_over_every_model_with_declared_dependenc
     assert set(spec["tasks"]) == set(jobs.mechanism_tasks(config))
     with pytest.raises(spec_check.SpecError, match="tasks"):
         spec_check.plot("forecast", {"tasks": {"no_such_task": spec["tasks"]["sparse_parity"]}})
+
+
+FORECAST_CLAIM = (REPO / "pipeline_src" / "findings" / "claims" / "forecast.yaml").read_text()
+
+
+@pytest.mark.parametrize("edit, field", [
+    (("tasks: [sparse_parity, parity_scratchpad, variable_assignment, addition]", "tasks: [sparse_parity, parity]"),
+     "tasks[1]: 'parity' is no task with declared dependency sets"),
+    (("figure: forecast", "figure: figure1"), "compare: only the forecast figure's claims"),
+    (("  - test: forecast\n", "  - test: permutation\n"), "compare: a forecast claim has one test, forecast"),
+])
+def test_a_forecast_claim_that_cannot_be_judged_so_is_refused_naming_the_field(tmp_path, edit, field):
+    from pipeline_src.findings.claim_file import ClaimError, load
+
+    assert edit[0] in FORECAST_CLAIM
+    (tmp_path / "mine.yaml").write_text(FORECAST_CLAIM.replace(*edit))
+    with pytest.raises(ClaimError, match=rf"^{tmp_path / 'mine.yaml'}: field {re.escape(field)}"):
+        load(tmp_path / "mine.yaml")
+
+
+def test_the_forecast_claim_is_judged_over_its_tasks_models_of_its_seeds_only():
+    """From the forecast figure's run-summary rows: the models of the claim's tasks with seeds from 2;
+    a model of another task (sparse_parity_scratchpad) or of seed 0 or 1 takes no part."""
+    from pipeline_src.findings.claim_file import SHIPPED, load
+    from pipeline_src.findings.figure_rows import FORECAST
+    from pipeline_src.findings.judge import judge
+    from pipeline_src.findings.run_summary import canonical
+
+    claim = load(SHIPPED / "forecast.yaml")
+    rows = []
+    models = [("addition", 2, 20, 20), ("addition", 3, 40, 30), ("parity_scratchpad", 2, 60, 40),
+              ("variable_assignment", 4, 80, 80), ("variable_assignment", 0, 80, 10),  # seed 0: left out
+              ("sparse_parity_scratchpad", 2, 10, 90)]  # not among the claim's tasks
+    for task, seed, predicted, measured in models:
+        for metric, value in (("predicted_reach", predicted), ("measured_reach", measured),
+                              ("predicted_far", 0.5), ("measured_far", 0.55)):
+            rows.append((task, "scratchpad", "ppc", seed, None, 10, FORECAST + metric, float(value)))
+    frame = canonical(pl.DataFrame(rows, schema=["task", "variant", "scheme", "seed", "k", "length", "metric", "value"],
+                                   orient="row"))
+    row = judge(claim, {"tasks": {}}, frame)
+    assert row.numbers.startswith("4 models (addition 2, parity_scratchpad 1, variable_assignment 1): (a) rho = 1.00")
+    assert row.word == "reproduced" and row.deciding == "rho = 1.00, p = 0"
+    assert judge(claim, {"tasks": {}}, frame.filter(pl.col("seed") < 2)).verdict.startswith("undecided: no results")

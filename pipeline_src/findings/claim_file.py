@@ -19,6 +19,7 @@ from ..storage import yaml_text
 SHIPPED = Path(__file__).resolve().parent / "claims"  # the paper's findings, one file each
 SCHEMA = Path(__file__).resolve().parent / "claim.schema.yaml"
 LANGUAGE_FIGURE = "figure4"  # the figure of the natural-language analysis: its sides are own and other far tokens
+FORECAST_FIGURE = "forecast"  # the figure across tasks' models: its one test has no sides
 TARGET_TESTS = ("intervals", "signed-rank")  # tests over targets (Figure 4's); the others are over seeds
 TREND_TESTS = ("page", "jonckheere")  # tests of an ordered trend over one side's groups
 PAIRED = ("sign-flip", "signed-rank")  # tests whose two sides are the same units in two cells
@@ -103,15 +104,18 @@ class Claim:
     correction: str = "holm"
     registered: tuple[str, str] | None = None  # (commit, text): where its criterion was first committed
     parts: tuple[Part, ...] = ()  # its named parts, judged apart in the tables (none: one part)
+    tasks: tuple[str, ...] = ()  # a forecast claim's tasks: the models judged
 
     def claim(self, task: str = "") -> str:
         return self.text.format(task=task)
 
     @property
     def kind(self) -> str:
-        """How it is judged: ``targets`` (Figure 4's), ``trends`` or ``seeds`` (comparisons of two sides)."""
+        """How it is judged: ``targets`` (Figure 4's), ``trends``, ``forecast`` (the forecast figure's) or
+        ``seeds`` (comparisons of two sides)."""
         test = self.compare[0].test
-        return "targets" if test in TARGET_TESTS else "trends" if test in TREND_TESTS else "seeds"
+        return ("targets" if test in TARGET_TESTS else "trends" if test in TREND_TESTS
+                else "forecast" if test == "forecast" else "seeds")
 
     @property
     def sides(self) -> tuple[Side, ...]:
@@ -170,7 +174,7 @@ def _parsed(path: Path, text: str) -> Claim:
                   "" if seeds == "all" else seeds["because"], entry.get("gate", "none"),
                   entry.get("correction", "holm"),
                   (entry["registered"]["commit"], entry["registered"]["text"]) if "registered" in entry else None,
-                  tuple(Part(**part) for part in entry.get("parts", ())))
+                  tuple(Part(**part) for part in entry.get("parts", ())), tuple(entry.get("tasks", ())))
     check_claim(claim)
     return claim
 
@@ -188,6 +192,12 @@ def check_claim(claim: Claim) -> None:
 
     if claim.figure not in all_figures():
         raise fault("figure", f"no figure {claim.figure!r}; known: {', '.join(all_figures())}")
+    if claim.figure == FORECAST_FIGURE:
+        check_forecast(claim, fault)
+        return
+    if claim.kind == "forecast" or claim.tasks:
+        raise fault("compare" if claim.kind == "forecast" else "tasks", f"only the {FORECAST_FIGURE} figure's claims "
+                    "have the test forecast and name tasks")
     task = get_task(FIGURE_TASK[claim.figure]) if claim.figure in FIGURE_TASK else None
     if task is None and claim.figure != LANGUAGE_FIGURE:
         raise fault("figure", f"{claim.figure} shows no task and no finding")
@@ -222,6 +232,20 @@ def check_claim(claim: Claim) -> None:
     check_lengths(claim, fault)
     if claim.across:
         check_across(claim, fault)
+
+
+def check_forecast(claim: Claim, fault) -> None:
+    """A forecast claim: one test without sides, over registered tasks whose dependency sets are declared."""
+    from ..tasks import TASKS
+
+    if len(claim.compare) != 1 or claim.sides or claim.kind != "forecast":
+        raise fault("compare", "a forecast claim has one test, forecast, and no sides")
+    if not claim.tasks:
+        raise fault("tasks", "a forecast claim names the tasks whose models it judges")
+    for i, name in enumerate(claim.tasks):
+        if name not in TASKS or TASKS[name].dependencies is None:
+            raise fault(f"tasks[{i}]", f"{name!r} is no task with declared dependency sets; known: "
+                        + ", ".join(task for task, found in TASKS.items() if found.dependencies is not None))
 
 
 def check_parts(claim: Claim, fault) -> None:

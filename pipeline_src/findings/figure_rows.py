@@ -1,6 +1,7 @@
 """A figure's run-summary rows (:mod:`.run_summary`) from the files its job reads, and a summary's rows
-merged with those of a later sitting: where the synthetic tasks' tables, Figure 4's influence table, the
-tables of a draw analysed in parts (:mod:`.summary_parts`) and a committed summary of such parts meet."""
+merged with those of a later sitting: where the synthetic tasks' tables, the forecast's, Figure 4's
+influence table, the tables of a draw analysed in parts (:mod:`.summary_parts`) and a committed summary
+of such parts meet."""
 
 from __future__ import annotations
 
@@ -19,7 +20,26 @@ def figure_rows(spec: dict, inputs: list[Path]) -> pl.DataFrame:
         return empty()
     if "task" in spec:
         return task_rows(spec, inputs)
+    if "tasks" in spec:
+        return forecast_rows(spec, inputs)
     return language_rows(spec, inputs)
+
+
+FORECAST = "forecast."  # the metrics of the forecast figure's rows start so: forecast.predicted_reach, ...
+FORECAST_COLUMNS = ("predicted_reach", "measured_reach", "predicted_far", "measured_far")
+
+
+def forecast_rows(spec: dict, tables: list[Path]) -> pl.DataFrame:
+    """The forecast figure's rows: per model of its tables (each model's accuracy and attention table), its
+    reaches (:func:`pipeline_src.evaluation.forecast.reaches`) as metrics ``forecast.<column>``, at its
+    k_test (``k``) and its task's longest training length T (``length``)."""
+    from ..evaluation.forecast import from_tables
+
+    reaches = from_tables(spec, inputs=tables)[1]
+    long = reaches.with_columns(pl.col(list(FORECAST_COLUMNS)).cast(pl.Float64)).unpivot(
+        list(FORECAST_COLUMNS), index=["task", "variant", "scheme", "seed", "k", "T"], variable_name="metric",
+        value_name="value")
+    return canonical(long.with_columns(metric=FORECAST + pl.col("metric")).rename({"T": "length"}))
 
 
 def language_rows(spec: dict, influence: list[Path]) -> pl.DataFrame:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import claim_runs, judge_seeds, judge_targets, judge_trends, verdicts
+from . import claim_runs, judge_forecast, judge_seeds, judge_targets, judge_trends, verdicts
 from .claim_file import Claim
 from .deciding import deciding
 from .figure_rows import figure_rows
@@ -41,6 +41,7 @@ from .stability import FRAGILE_NOTE, weighed
 REPRODUCED, CONTRADICTED, UNDECIDED = verdicts.REPRODUCED, verdicts.CONTRADICTED, verdicts.UNDECIDED
 ACROSS_CONFIGS = ("its sides are runs of two configs: judged by lengthgen findings given each side's results "
                   "(RESULTS and --also DIR, docs/claims.md)")
+NO_FORECAST = "the config draws no forecast (it trains no task with dependency sets)"
 JUDGES = {"seeds": judge_seeds.finding_over_seeds, "trends": judge_trends.finding_of_trends,
           "targets": judge_targets.finding_over_targets}
 
@@ -58,6 +59,10 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
         first = across.sides[claim.compare[0].better.config]
         row = judge_seeds.finding_over_seeds(claim, first.spec, first.rows, across.sides)
         return replace(row, numbers=f"{across.read_from()} {row.numbers}", deciding=deciding(row, claim))
+    if claim.kind == "forecast":
+        if spec is None:
+            return not_judged(claim.name, claim.claim(task), NO_FORECAST)
+        return judge_forecast.finding(claim, spec, rows)
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ..evaluation.forecast import FAR
+from .finding import NO_RESULTS, Finding, undecided
 from .significance import ALPHA
 from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
 
@@ -79,3 +80,27 @@ def judged(reaches: pl.DataFrame) -> ForecastVerdict:
     far = reaches.drop_nulls(["predicted_far", "measured_far"])
     close = far.filter((pl.col("predicted_far") - pl.col("measured_far")).abs() <= MASS_ERROR).height
     return ForecastVerdict(reaches.height, rho, p, close, far.height)
+
+
+def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
+    """The forecast claim ``claim`` judged from the forecast figure's spec ``spec`` and the run-summary
+    ``rows`` (:func:`.figure_rows.forecast_rows`): over the models of its tasks, of its seeds."""
+    from .figure_rows import FORECAST, FORECAST_COLUMNS
+
+    criterion = (f"across the models of {', '.join(claim.tasks)} at k_test = K_train: the predicted reach ranks the "
+                 f"measured one (Spearman's rho >= {RHO}, one-sided p <= {ALPHA}) and the forecast mass at {FAR}x T "
+                 f"is within {MASS_ERROR} of the measured one for at least half the models evaluated there.")
+    seeds = pl.col("seed") >= claim.seeds_from if claim.seeds_from is not None else pl.lit(True)
+    mine = rows.filter(pl.col("metric").str.starts_with(FORECAST) & pl.col("task").is_in(claim.tasks) & seeds)
+    if mine.is_empty():
+        why = "no forecast rows" + (f" of seeds from {claim.seeds_from}" if claim.seeds_from is not None else "")
+        return Finding(claim.name, claim.claim(), criterion, why, undecided(f"{NO_RESULTS}{why}"),
+                       deciding="no results")
+    reaches = (mine.with_columns(pl.col("metric").str.strip_prefix(FORECAST))
+               .pivot("metric", index=["task", "variant", "scheme", "seed", "k"], values="value"))
+    found = judged(reaches.select(*FORECAST_COLUMNS))
+    per_task = ", ".join(f"{task} {n}" for task, n in reaches.group_by("task", maintain_order=True).len().iter_rows())
+    numbers = f"{found.models} models ({per_task}): {str(found).split(': ', 1)[1]}"
+    verdict = found.word if found.word != UNDECIDED else undecided(numbers)
+    deciding = (f"rho = {found.rho:.2f}, p = {found.p:.2g}" if not math.isnan(found.rho) else "rho undefined")
+    return Finding(claim.name, claim.claim(), criterion, numbers, verdict, deciding=deciding)
