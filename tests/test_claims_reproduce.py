@@ -22,6 +22,8 @@ def test_every_committed_summary_is_a_case():
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_claims_judge_as_the_code_before_them(case):
     before = CASES[case]
-    now = freeze.judged(before["configfiles"], freeze.Path(before["summary"]))
+    known = {row["finding"] for row in before["findings"]}  # claims added since (the forecast) have no record
+    now = [row for row in freeze.judged(before["configfiles"], freeze.Path(before["summary"]))
+           if row["finding"] in known]
     assert [[row[field] for field in COMPARED] for row in now] == \
            [[row[field] for field in COMPARED] for row in before["findings"]]

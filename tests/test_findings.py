@@ -326,7 +326,8 @@ def test_markdown_table_and_printed_findings(tmp_path, monkeypatch, config):
     lines = out.read_text().splitlines()
     assert lines[0] == "| finding | claim | criterion | numbers | verdict |"
     assert lines[1] == "|---|---|---|---|---|"
-    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F1r", "| F2", "| F3", "| F4", "| F4'"]
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| F1", "| F1'", "| F1r", "| F2", "| F3", "| F4", "| F4'",
+                                                          "| forecast"]
     verdicts = [line.rstrip(" |").rsplit(" | ", 1)[1] for line in lines[2:]]
     assert verdicts[3] == judged.REPRODUCED
     assert all(verdict.startswith("undecided: no results") for i, verdict in enumerate(verdicts) if i != 3)
@@ -412,7 +413,7 @@ def test_figure4s_caption_states_f4_from_its_influence_table(tmp_path, config, o
 def test_a_figure_without_a_finding_has_no_finding_paragraph(tmp_path, config):
     assert judged.caption("language_pose", lang.figure_spec(config, "language_pose"), [], load_claims()) == ""
     shown = {found.figure for found in load_claims()}
-    assert shown <= {*jobs.FIGURE_TASK, *lang.LANGUAGE_FIGURES}  # every finding's figure is one the pipeline draws
+    assert shown <= set(studies.all_figures())  # every finding's figure is one the pipeline draws
 
 
 # --- the run summary: exported from the tables, judged again ---
@@ -450,9 +451,11 @@ def test_a_run_summary_gives_the_verdicts_and_numbers_of_its_tables(tmp_path, mo
     # the same findings; dated by the tables' provenance, or not (an uncommitted summary)
     assert undated[0] == undated[1]
     assert (tmp_path / "summary.md").read_text() == (tmp_path / "tables.md").read_text()
-    verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line[:1] == "F"]
-    assert len(verdicts) == len(load_claims()), again.output
-    assert [v for v in verdicts if "no results" in v] == verdicts[1:3], again.output  # F1', F1r: no fresh seeds
+    names = {claim.name for claim in load_claims()}
+    verdicts = [line.split(": ", 1)[1] for line in again.output.splitlines() if line.split(": ", 1)[0] in names]
+    assert len(verdicts) == len(names), again.output
+    # F1', F1r: no fresh seeds; the forecast: no attention tables
+    assert [v for v in verdicts if "no results" in v] == [*verdicts[1:3], verdicts[-1]], again.output
 
 
 def test_a_summary_made_with_another_bootstrap_or_columns_is_refused(tmp_path, config):
@@ -606,7 +609,7 @@ def test_keep_others_adds_a_figure_run_apart_to_the_summary_and_replaces_its_own
     assert not after.filter(pl.col("task") == F2_TASK).equals(before.filter(pl.col("task") == F2_TASK))
     assert "F2: contradicted" in done.output
     assert not [line for line in done.output.splitlines()
-                if "no results" in line and not line.startswith(("F1'", "F1r"))]
+                if "no results" in line and not line.startswith(("F1'", "F1r", "forecast"))]
     exported(tmp_path / "f2", (), summary)
     assert set(run_summary.read(summary)["task"]) == {F2_TASK}
 

@@ -4,8 +4,9 @@ A claim file is YAML, checked against ``claim.schema.yaml`` (beside this module)
 registries: the figure it is judged from, each side's variant (of that figure's task) and scheme, each
 test's sides, the lengths it judges. Any fault is one :class:`ClaimError` line naming the file and the
 field, raised when the claims are loaded: before any table is read. docs/claims.md says what each field
-means; the paper's findings ship in ``claims/`` beside this module, and :func:`load_claims` adds a
-user's own from further folders (the config's ``claims``, or ``lengthgen findings --claims DIR``).
+means; the paper's findings (and the project's own forecast) ship in ``claims/`` beside this module,
+and :func:`load_claims` adds a user's own from further folders (the config's ``claims``, or ``lengthgen
+findings --claims DIR``).
 """
 
 from __future__ import annotations
