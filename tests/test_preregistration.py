@@ -149,3 +149,17 @@ def test_a_summary_dates_each_model_by_the_first_commit_that_held_its_rows(repo)
     assert pre.summary_made(summary, "figure4") == [pre.Made(None, START + DAY, again)]  # a target's row, not a seed
     assert pre.summary_made(summary, "figure2") == [pre.Made(0, START, first), pre.Made(1, START + DAY, again)]
     assert pre.summary_made(summary, "figure3") == []  # no row of variable assignment
+
+
+def test_a_summary_dates_the_forecast_by_each_models_forecast_rows_whatever_its_task(repo):
+    """The forecast figure's results in a summary: each model's ``forecast.*`` rows, of any task, dated by
+    the first commit that held them (its accuracy rows, Figure 2's results, date nothing of the forecast)."""
+    summary = repo / "summary.csv"
+    header = "task,variant,scheme,seed,k,length,metric,value\n"
+    accuracy = "parity_scratchpad,scratchpad,ppc,2,,10,accuracy,1.0\n"
+    forecast = ("parity_scratchpad,scratchpad,ppc,2,,20,forecast.measured_reach,40.0\n"
+                "variable_assignment,scratchpad,ppc,3,,6,forecast.measured_reach,12.0\n")
+    first = commit(repo, summary, f"{header}{accuracy}", START)
+    again = commit(repo, summary, f"{header}{accuracy}{forecast}", START + DAY)
+    assert pre.summary_made(summary, "forecast") == [pre.Made(2, START + DAY, again), pre.Made(3, START + DAY, again)]
+    assert pre.summary_made(summary, "figure2") == [pre.Made(2, START, first)]

@@ -108,15 +108,24 @@ def tables_made(tables: list[Path]) -> list[Made]:
 
 
 def summary_made(summary: Path, figure: str) -> list[Made]:
-    """The results of ``figure`` in the run summary ``summary``: each run's rows of the figure's task, per
-    seed (a model: task, variant, scheme, seed), dated by the first commit of the summary that held them
-    all (the same numbers: made by then; by the file's time where it never did), with its seed (None for
+    """The results of ``figure`` in the run summary ``summary``: each run's rows of the figure's task (the
+    forecast's: each model's forecast rows), per seed (a model: task, variant, scheme, seed), dated by the
+    first commit of the summary that held them all (the same numbers: made by then; by the file's time
+    where it never did), with its seed (None for
     Figure 4's rows, whose seed column holds a target). The figure spec's rows (``spec.*``) are not
     results. None where the summary was never committed."""
     from ..planning.jobs import FIGURE_TASK
+    from .claim_file import FORECAST_FIGURE
+    from .figure_rows import FORECAST
     from .run_summary import LANGUAGE
 
     task = FIGURE_TASK.get(figure, LANGUAGE)
+
+    def judged(values: list[str]) -> bool:  # a row of the figure's results
+        if figure == FORECAST_FIGURE:  # each model's forecast rows, whatever its task
+            return values[metric].startswith(FORECAST)
+        return values[0] == task and not values[metric].startswith(("spec.", FORECAST))
+
     history = versions(Path(summary))
     if not history:
         return []
@@ -126,13 +135,13 @@ def summary_made(summary: Path, figure: str) -> list[Made]:
     runs: dict[tuple, set[str]] = {}
     for line in lines:
         values = line.split(",")
-        if values[0] == task and not values[metric].startswith("spec."):
+        if judged(values):
             runs.setdefault(tuple(values[:seed + 1]), set()).add(line)
     held = [set(version.text.splitlines()[1:]) if version.text.startswith(header + "\n") else set()
             for version in history]
     made = set()
     for run, rows in runs.items():
-        number = int(run[seed]) if run[seed] and task != LANGUAGE else None
+        number = int(run[seed]) if run[seed] and (task != LANGUAGE or figure == FORECAST_FIGURE) else None
         first = next((version for version, there in zip(history, held, strict=False) if rows <= there), None)
         made.add(Made(number, first.time, first.commit) if first else Made(number, os.stat(summary).st_mtime, None))
     return sorted(made, key=lambda m: (m.time, m.seed if m.seed is not None else -1))
