@@ -192,7 +192,8 @@ def test_a_forecast_claim_that_cannot_be_judged_so_is_refused_naming_the_field(t
 
 def test_the_forecast_claim_is_judged_over_its_tasks_models_of_its_seeds_only():
     """From the forecast figure's run-summary rows: the models of the claim's tasks with seeds from 2;
-    a model of another task (sparse_parity_scratchpad) or of seed 0 or 1 takes no part."""
+    a model of another task (sparse_parity_scratchpad) or of seed 0 or 1 takes no part; with no model of
+    one of its tasks yet, the claim is withheld."""
     from pipeline_src.findings.claim_file import SHIPPED, load
     from pipeline_src.findings.figure_rows import FORECAST
     from pipeline_src.findings.judge import judge
@@ -200,7 +201,8 @@ def test_the_forecast_claim_is_judged_over_its_tasks_models_of_its_seeds_only():
 
     claim = load(SHIPPED / "forecast.yaml")
     rows = []
-    models = [("addition", 2, 20, 20), ("addition", 3, 40, 30), ("parity_scratchpad", 2, 60, 40),
+    models = [("sparse_parity", 2, 30, 20), ("addition", 2, 20, 20), ("addition", 3, 40, 30),
+              ("parity_scratchpad", 2, 60, 40),
               ("variable_assignment", 4, 80, 80), ("variable_assignment", 0, 80, 10),  # seed 0: left out
               ("sparse_parity_scratchpad", 2, 10, 90)]  # not among the claim's tasks
     for task, seed, predicted, measured in models:
@@ -210,6 +212,10 @@ def test_the_forecast_claim_is_judged_over_its_tasks_models_of_its_seeds_only():
     frame = canonical(pl.DataFrame(rows, schema=["task", "variant", "scheme", "seed", "k", "length", "metric", "value"],
                                    orient="row"))
     row = judge(claim, {"tasks": {}}, frame)
-    assert row.numbers.startswith("4 models (addition 2, parity_scratchpad 1, variable_assignment 1): (a) rho = 1.00")
-    assert row.word == "reproduced" and row.deciding == "rho = 1.00, p = 0"
+    assert row.numbers.startswith(
+        "5 models (sparse_parity 1, parity_scratchpad 1, variable_assignment 1, addition 2): (a) rho = 0.97")
+    assert row.word == "reproduced" and row.deciding == "rho = 0.97, p = 0.0024"
     assert judge(claim, {"tasks": {}}, frame.filter(pl.col("seed") < 2)).verdict.startswith("undecided: no results")
+    without_addition = judge(claim, {"tasks": {}}, frame.filter(pl.col("task") != "addition"))
+    assert without_addition.verdict == ("undecided: withheld: 3 of 4 tasks in (sparse_parity 1, parity_scratchpad 1, "
+                                        "variable_assignment 1; none yet of addition)")

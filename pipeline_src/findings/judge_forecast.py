@@ -84,7 +84,8 @@ def judged(reaches: pl.DataFrame) -> ForecastVerdict:
 
 def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
     """The forecast claim ``claim`` judged from the forecast figure's spec ``spec`` and the run-summary
-    ``rows`` (:func:`.figure_rows.forecast_rows`): over the models of its tasks, of its seeds."""
+    ``rows`` (:func:`.figure_rows.forecast_rows`): over the models of its tasks, of its seeds, once every
+    one of its tasks has some (withheld until then, as a run in sittings adds up)."""
     from .figure_rows import FORECAST, FORECAST_COLUMNS
 
     criterion = (f"across the models of {', '.join(claim.tasks)} at k_test = K_train: the predicted reach ranks the "
@@ -98,8 +99,13 @@ def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
                        deciding="no results")
     reaches = (mine.with_columns(pl.col("metric").str.strip_prefix(FORECAST))
                .pivot("metric", index=["task", "variant", "scheme", "seed", "k"], values="value"))
+    counts = dict(reaches.group_by("task", maintain_order=True).len().iter_rows())
+    per_task = ", ".join(f"{task} {counts[task]}" for task in claim.tasks if task in counts)
+    missing = [task for task in claim.tasks if task not in counts]
+    if missing:  # judged once whole: a sitting's models of some tasks decide nothing
+        why = f"withheld: {len(counts)} of {len(claim.tasks)} tasks in ({per_task}; none yet of {', '.join(missing)})"
+        return Finding(claim.name, claim.claim(), criterion, why, undecided(why), deciding="withheld")
     found = judged(reaches.select(*FORECAST_COLUMNS))
-    per_task = ", ".join(f"{task} {n}" for task, n in reaches.group_by("task", maintain_order=True).len().iter_rows())
     numbers = f"{found.models} models ({per_task}): {str(found).split(': ', 1)[1]}"
     verdict = found.word if found.word != UNDECIDED else undecided(numbers)
     deciding = (f"rho = {found.rho:.2f}, p = {found.p:.2g}" if not math.isnan(found.rho) else "rho undefined")
