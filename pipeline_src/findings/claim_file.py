@@ -15,12 +15,12 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..planning.paths import FORECAST_FIGURE  # across tasks' models: its one test has no sides
 from ..storage import yaml_text
 
 SHIPPED = Path(__file__).resolve().parent / "claims"  # the paper's findings, one file each
 SCHEMA = Path(__file__).resolve().parent / "claim.schema.yaml"
 LANGUAGE_FIGURE = "figure4"  # the figure of the natural-language analysis: its sides are own and other far tokens
-FORECAST_FIGURE = "forecast"  # the figure across tasks' models: its one test has no sides
 TARGET_TESTS = ("intervals", "signed-rank")  # tests over targets (Figure 4's); the others are over seeds
 TREND_TESTS = ("page", "jonckheere")  # tests of an ordered trend over one side's groups
 PAIRED = ("sign-flip", "signed-rank")  # tests whose two sides are the same units in two cells

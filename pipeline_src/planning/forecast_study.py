@@ -11,7 +11,7 @@ from . import jobs, paths
 from .study import Study
 from .task_study import TaskStudy
 
-FIGURE = "forecast"
+FIGURE = paths.FORECAST_FIGURE
 
 CAPTION_RUN = """\
 **This run** (from the provenance of the figure and of every file it was made from): the models of
@@ -19,12 +19,6 @@ CAPTION_RUN = """\
 evaluated length, counted from the first, up to which a curve stays at its level, drawn as a multiple
 of the task's longest training length T.
 """
-
-
-def trained_lengths(section: dict) -> list[int]:
-    """The evaluated lengths within a task figure spec's training range: where the margin is read."""
-    low, high = section["train_lengths"]
-    return [length for length in section["lengths"] if low <= length <= high]
 
 
 class ForecastStudy(Study):

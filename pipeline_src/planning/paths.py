@@ -25,6 +25,7 @@ IN_CODE_DIGEST = False  # it records or dispatches, never changes a result (prov
 
 GPU_SLOTS = ".snakemake/lengthgen-gpu-slots"  # the lock files of a local run's GPU slots (devices/placement.py)
 FIGURE_FORMATS = ("png", "pdf")
+FORECAST_FIGURE = "forecast"  # the figure across every task's models (planning/forecast_study.py)
 # The files of a trained model's folder, by their role in the train rule's output.
 TRAIN_FILES = {"model": "model.safetensors", "description": "model.json", "log_table": "train_log.parquet",
                "summary": "summary.json"}
