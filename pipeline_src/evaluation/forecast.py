@@ -106,7 +106,6 @@ def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[
     return pl.DataFrame(rows, schema=REACH_COLUMNS)
 
 
-
 def from_tables(spec: dict, inputs: list) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`forecast_of` the forecast figure's tables ``inputs``: each model's accuracy table and its
     attention table, each checked against its schema."""

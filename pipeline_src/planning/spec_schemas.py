@@ -14,7 +14,7 @@ import functools
 from ..config.schema import config_schema, part
 from ..schemes import get_scheme
 from ..tasks import get_task
-from . import jobs
+from . import jobs, paths
 from . import language_jobs as lang
 
 MODEL_JOB_DEFAULTS = ("device",)  # a model job runs with device auto when its spec names none
@@ -118,7 +118,7 @@ def figure_spec(figure: str) -> dict:
     caption's finding only."""
     if figure in lang.LANGUAGE_FIGURES:
         return language_figure_spec(figure)
-    if figure not in jobs.FIGURE_TASK:  # the forecast: per task, the fields of its figure's spec it reads
+    if figure == paths.FORECAST_FIGURE:  # per task, the fields of its figure's spec the forecast reads
         integers = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
         fields = {"train_lengths": {**integers, "minItems": 2, "maxItems": 2}, "lengths": integers, "seeds": integers}
         return spec({"tasks": {"type": "object", "minProperties": 1, "propertyNames": part("tasks", "[]"),
