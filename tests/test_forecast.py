@@ -125,9 +125,12 @@ def test_the_forecast_criterion_needs_both_its_parts():
     reversed_ = judged(reach_table([20, 40, 80, 160, 320], [160, 80, 40, 40, 10], near))
     assert reversed_.ranks is False and reversed_.word == "contradicted"
     far_off = [(0.9, 0.1)] * 3 + [(0.1, 0.1)] * 2  # 2 of 5 within: fewer than half
-    assert judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160], far_off)).word == "contradicted"
-    assert judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160])).word == "undecided"  # none at 4x
-    assert judged(reach_table([20, 40, 80], [10, 40, 80], near[:3])).ranks is None  # 3 models cannot rank
+    masses_off = judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160], far_off))
+    assert masses_off.word == "contradicted" and masses_off.deciding == "(b) 2 of 5 within 0.15"  # the part that fails
+    none_far = judged(reach_table([20, 40, 80, 160, 320], [10, 40, 40, 80, 160]))
+    assert none_far.word == "undecided" and none_far.deciding == "(b) no model at 4x"
+    few = judged(reach_table([20, 40, 80], [10, 40, 80], near[:3]))
+    assert few.ranks is None and few.deciding == "(a) 3 models, fewer than 4"  # 3 models cannot rank
     tied = judged(reach_table([40] * 5, [10, 40, 40, 80, 160], near))
     assert tied.ranks is None and tied.word == "undecided" and "rho undefined" in str(tied)
 
@@ -214,7 +217,11 @@ def test_the_forecast_claim_is_judged_over_its_tasks_models_of_its_seeds_only():
     row = judge(claim, {"tasks": {}}, frame)
     assert row.numbers.startswith(
         "5 models (sparse_parity 1, parity_scratchpad 1, variable_assignment 1, addition 2): (a) rho = 0.97")
-    assert row.word == "reproduced" and row.deciding == "rho = 0.97, p = 0.0024"
+    assert row.word == "reproduced" and row.deciding == "(a) rho = 0.97, p = 0.0024; (b) 5 of 5 within 0.15"
+    # weighed over its seeds 2 to 4, each left out of every task in turn: without seed 2 no sparse parity
+    # model is left, without seed 4 no variable assignment one (withheld, so not reproduced)
+    assert (row.stability.holds, row.stability.of, row.stability.undone_by) == (1, 3, (2, 4))
+    assert row.cell.startswith("reproduced ((a) rho = 0.97, p = 0.0024; (b) 5 of 5 within 0.15, holds 1/3)")
     assert judge(claim, {"tasks": {}}, frame.filter(pl.col("seed") < 2)).verdict.startswith("undecided: no results")
     without_addition = judge(claim, {"tasks": {}}, frame.filter(pl.col("task") != "addition"))
     assert without_addition.verdict == ("undecided: withheld: 3 of 4 tasks in (sparse_parity 1, parity_scratchpad 1, "

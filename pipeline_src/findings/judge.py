@@ -62,7 +62,8 @@ def judge(claim: Claim, spec: dict | None, rows: pl.DataFrame, task: str = "", a
     if claim.kind == "forecast":
         if spec is None:
             return not_judged(claim.name, claim.claim(task), NO_FORECAST)
-        return judge_forecast.finding(claim, spec, rows)
+        row = judge_forecast.finding(claim, spec, rows)
+        return replace(row, stability=judge_forecast.weighed(claim, spec, rows, row.word) if weigh else None)
     if spec is None or (claim.kind != "targets" and not claim_runs.selected(claim, spec)):
         return not_judged(claim.name, claim.claim(task), claim_runs.not_configured(claim, task))
     row = JUDGES[claim.kind](claim, spec, rows)

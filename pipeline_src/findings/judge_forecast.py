@@ -23,6 +23,7 @@ import polars as pl
 from ..evaluation.forecast import FAR
 from .finding import NO_RESULTS, Finding, undecided
 from .significance import ALPHA
+from .stability import Stability
 from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
 
 RHO = 0.7
@@ -59,6 +60,17 @@ class ForecastVerdict:
             return CONTRADICTED
         return REPRODUCED if None not in parts else UNDECIDED
 
+    @property
+    def deciding(self) -> str:
+        """The numbers of the parts that decide the verdict: both parts of a reproduction, each failing part
+        of a contradiction, each part that cannot be judged of an undecided one."""
+        ranks = (f"(a) {self.models} models, fewer than {FEWEST}" if self.models < FEWEST else
+                 "(a) rho undefined" if math.isnan(self.rho) else f"(a) rho = {self.rho:.2f}, p = {self.p:.2g}")
+        masses = f"(b) {self.close} of {self.far} within {MASS_ERROR}" if self.far else "(b) no model at 4x"
+        parts = ((ranks, self.ranks), (masses, self.masses))
+        wanted = {REPRODUCED: (True,), CONTRADICTED: (False,)}.get(self.word, (None,))
+        return "; ".join(words for words, holds in parts if holds in wanted)
+
     def __str__(self) -> str:
         rho = "rho undefined" if math.isnan(self.rho) else f"rho = {self.rho:.2f}, p = {self.p:.2g}"
         return (f"{self.word}: (a) {rho} over {self.models} models; "
@@ -82,6 +94,14 @@ def judged(reaches: pl.DataFrame) -> ForecastVerdict:
     return ForecastVerdict(reaches.height, rho, p, close, far.height)
 
 
+def _mine(claim, rows: pl.DataFrame) -> pl.DataFrame:
+    """The forecast rows among ``rows`` of ``claim``'s tasks and seeds."""
+    from .figure_rows import FORECAST
+
+    seeds = pl.col("seed") >= claim.seeds_from if claim.seeds_from is not None else pl.lit(True)
+    return rows.filter(pl.col("metric").str.starts_with(FORECAST) & pl.col("task").is_in(claim.tasks) & seeds)
+
+
 def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
     """The forecast claim ``claim`` judged from the forecast figure's spec ``spec`` and the run-summary
     ``rows`` (:func:`.figure_rows.forecast_rows`): over the models of its tasks, of its seeds, once every
@@ -91,8 +111,7 @@ def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
     criterion = (f"across the models of {', '.join(claim.tasks)} at k_test = K_train: the predicted reach ranks the "
                  f"measured one (Spearman's rho >= {RHO}, one-sided p <= {ALPHA}) and the forecast mass at {FAR}x T "
                  f"is within {MASS_ERROR} of the measured one for at least half the models evaluated there.")
-    seeds = pl.col("seed") >= claim.seeds_from if claim.seeds_from is not None else pl.lit(True)
-    mine = rows.filter(pl.col("metric").str.starts_with(FORECAST) & pl.col("task").is_in(claim.tasks) & seeds)
+    mine = _mine(claim, rows)
     if mine.is_empty():
         why = "no forecast rows" + (f" of seeds from {claim.seeds_from}" if claim.seeds_from is not None else "")
         return Finding(claim.name, claim.claim(), criterion, why, undecided(f"{NO_RESULTS}{why}"),
@@ -108,5 +127,17 @@ def finding(claim, spec: dict, rows: pl.DataFrame) -> Finding:
     found = judged(reaches.select(*FORECAST_COLUMNS))
     numbers = f"{found.models} models ({per_task}): {str(found).split(': ', 1)[1]}"
     verdict = found.word if found.word != UNDECIDED else undecided(numbers)
-    deciding = (f"rho = {found.rho:.2f}, p = {found.p:.2g}" if not math.isnan(found.rho) else "rho undefined")
-    return Finding(claim.name, claim.claim(), criterion, numbers, verdict, deciding=deciding)
+    return Finding(claim.name, claim.claim(), criterion, numbers, verdict, deciding=found.deciding)
+
+
+def weighed(claim, spec: dict, rows: pl.DataFrame, word: str) -> Stability | None:
+    """The stability of the forecast's verdict ``word``: judged again with each seed of its models left out
+    of every task in turn (:mod:`.stability`); None where it decides nothing or fewer than three seeds are
+    judged."""
+    if word not in (REPRODUCED, CONTRADICTED):
+        return None
+    seeds = sorted(set(_mine(claim, rows)["seed"].to_list()))
+    if len(seeds) < 3:
+        return None
+    undone = tuple(seed for seed in seeds if finding(claim, spec, rows.filter(pl.col("seed") != seed)).word != word)
+    return Stability(len(seeds) - len(undone), len(seeds), undone)
