@@ -46,8 +46,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir`` (``env``: extra environment variables)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    """Run snakemake in ``workdir`` (``env``: extra environment variables); a ``workdir`` holding a copy of
+    the package (:func:`copy_workflow`) has it imported, by the jobs too."""
+    own = {"PYTHONPATH": str(workdir)} if (workdir / "pipeline_src").is_dir() else {}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **own,
+           **(env or {})}
     done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *args],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     if check and done.returncode:
@@ -80,13 +83,15 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
     return f"config/{name}"
 
 
-def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
+def copy_workflow(workdir: Path, device: str = "cpu", package: bool = False) -> Path:
     """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/, and claims/, which a
     shipped config names) and no results,
     its ``device`` setting ``device``: the CPU unless a test means another, so that a GPU machine runs
-    these workflows as every other machine does (it would train them on CUDA, each job compiled)."""
+    these workflows as every other machine does (it would train them on CUDA, each job compiled).
+    ``package``: a copy of the package too (its compiled modules with it), which :func:`snakemake` then
+    imports in ``workdir``, the jobs too."""
     shutil.copy(REPO / "Snakefile", workdir)
-    for folder in ("workflow", "config", "profiles", "claims"):
+    for folder in ("workflow", "config", "profiles", "claims") + (("pipeline_src",) if package else ()):
         shutil.copytree(REPO / folder, workdir / folder)
     base = workdir / "config" / "config.yaml"
     text = base.read_text()

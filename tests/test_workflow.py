@@ -38,8 +38,10 @@ from tests.helpers import (
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory) -> Path:
-    """A copy of the workflow that has run the smoke config once."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
+    """A copy of the workflow and of the package, which its jobs import (as a checkout's do), that has
+    run the smoke config once. Its figures name their claim files by their path from the working folder,
+    so a copy of this folder plans nothing anew."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"), package=True)
     snakemake(workdir, "all", "--configfile", "config/smoke.yaml")
     return workdir
 
@@ -121,49 +123,36 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     assert jobs == {**expected, "all": 1}
 
 
-@pytest.fixture(scope="module")
-def own_package(pipeline, tmp_path_factory) -> Path:
-    """A copy of ``pipeline`` (its results and .snakemake too) with a copy of the package, which its
-    Snakefile imports (``PYTHONPATH``), run once more: its figures name the copy's claim files (the jobs
-    name them by their path from the working folder, so that run redraws every figure that states one).
-    Tests edit copies of it."""
-    workdir = shutil.copytree(pipeline, tmp_path_factory.mktemp("own") / "pipeline", symlinks=True)
-    shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src", ignore=shutil.ignore_patterns("__pycache__"))
-    snakemake(workdir, "all", "--configfile", "config/smoke.yaml", env={"PYTHONPATH": str(workdir)})
-    return workdir
-
-
-def edited_copy(own_package: Path, tmp_path: Path) -> tuple[Path, dict]:
-    """A copy of :func:`own_package` for one test to edit, and the environment that imports its package."""
-    workdir = shutil.copytree(own_package, tmp_path / "pipeline", symlinks=True)
-    return workdir, {"PYTHONPATH": str(workdir)}
+def edited_copy(pipeline: Path, tmp_path: Path) -> Path:
+    """A copy of :func:`pipeline` (its results, .snakemake and package) for one test to edit."""
+    return shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)
 
 
 @pytest.mark.e2e
-def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(own_package, tmp_path):
+def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_path):
     """A comment in the model reruns nothing; a code edit of greedy decoding reruns the evaluations
     (and the figures drawn from them), no dataset and no training."""
-    workdir, env = edited_copy(own_package, tmp_path)
+    workdir = edited_copy(pipeline, tmp_path)
     package = workdir / "pipeline_src"
     dry_run = ("-n", "all", "--configfile", "config/smoke.yaml")
-    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
+    assert planned_jobs(snakemake(workdir, *dry_run)) == {}
     model = package / "model.py"
     model.write_text(model.read_text().replace("\n\n\n", "\n\n\n# an added comment\n", 1) + "# the end\n")
-    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {}
+    assert planned_jobs(snakemake(workdir, *dry_run)) == {}
     decoding = package / "evaluation" / "decoding.py"
     decoding.write_text(decoding.read_text() + "\n_EDITED = True\n")
-    assert planned_jobs(snakemake(workdir, *dry_run, env=env)) == {"evaluate": MODELS, **TASK_FIGURES, **FORECAST,
+    assert planned_jobs(snakemake(workdir, *dry_run)) == {"evaluate": MODELS, **TASK_FIGURES, **FORECAST,
                                                                    "all": 1}
 
 
 @pytest.mark.e2e
-def test_a_claim_edit_redraws_only_the_figure_that_states_it(own_package, tmp_path):
+def test_a_claim_edit_redraws_only_the_figure_that_states_it(pipeline, tmp_path):
     """A shipped claim file is an input of the job of the figure whose caption states it, and of no other:
     editing F2's replans Figure 2's job alone."""
-    workdir, env = edited_copy(own_package, tmp_path)
+    workdir = edited_copy(pipeline, tmp_path)
     claim = workdir / "pipeline_src" / "findings" / "claims" / "F2.yaml"
     claim.write_text(claim.read_text().replace("says: each coupled scheme", "says: every coupled scheme"))
-    assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", "config/smoke.yaml", env=env)) == {
+    assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", "config/smoke.yaml")) == {
         "plot_figure2": 1, "all": 1}
 
 
