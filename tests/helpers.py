@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def snakemake(workdir: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run snakemake in ``workdir`` (``env``: extra environment variables); a ``workdir`` holding a copy of
-    the package (:func:`copy_workflow`) has it imported, by the jobs too."""
+    the package (``pipeline_src``) has it imported, by the jobs too."""
     own = {"PYTHONPATH": str(workdir)} if (workdir / "pipeline_src").is_dir() else {}
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **own,
            **(env or {})}
@@ -83,15 +83,13 @@ def write_override(workdir: Path, name: str, body: dict) -> str:
     return f"config/{name}"
 
 
-def copy_workflow(workdir: Path, device: str = "cpu", package: bool = False) -> Path:
+def copy_workflow(workdir: Path, device: str = "cpu") -> Path:
     """``workdir`` with a copy of the workflow (Snakefile, workflow/, config/, profiles/, and claims/, which a
     shipped config names) and no results,
     its ``device`` setting ``device``: the CPU unless a test means another, so that a GPU machine runs
-    these workflows as every other machine does (it would train them on CUDA, each job compiled).
-    ``package``: a copy of the package too (its compiled modules with it), which :func:`snakemake` then
-    imports in ``workdir``, the jobs too."""
+    these workflows as every other machine does (it would train them on CUDA, each job compiled)."""
     shutil.copy(REPO / "Snakefile", workdir)
-    for folder in ("workflow", "config", "profiles", "claims") + (("pipeline_src",) if package else ()):
+    for folder in ("workflow", "config", "profiles", "claims"):
         shutil.copytree(REPO / folder, workdir / folder)
     base = workdir / "config" / "config.yaml"
     text = base.read_text()

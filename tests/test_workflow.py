@@ -38,10 +38,8 @@ from tests.helpers import (
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory) -> Path:
-    """A copy of the workflow and of the package, which its jobs import (as a checkout's do), that has
-    run the smoke config once. Its figures name their claim files by their path from the working folder,
-    so a copy of this folder plans nothing anew."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"), package=True)
+    """A copy of the workflow that has run the smoke config once."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
     snakemake(workdir, "all", "--configfile", "config/smoke.yaml")
     return workdir
 
@@ -123,16 +121,30 @@ def test_config_edit_reruns_exactly_the_affected_jobs(pipeline, edit):
     assert jobs == {**expected, "all": 1}
 
 
-def edited_copy(pipeline: Path, tmp_path: Path) -> Path:
-    """A copy of :func:`pipeline` (its results, .snakemake and package) for one test to edit."""
-    return shutil.copytree(pipeline, tmp_path / "pipeline", symlinks=True)
+@pytest.fixture(scope="module")
+def own_package(pipeline, tmp_path_factory) -> Path:
+    """A copy of ``pipeline`` (its results and .snakemake too) with a copy of the package, which its jobs
+    then import (:func:`snakemake`). The figure jobs name their claim files by their path from the working
+    folder, so they alone are planned anew: marked made (``--touch``), not drawn again. Tests edit copies of it."""
+    workdir = shutil.copytree(pipeline, tmp_path_factory.mktemp("own") / "pipeline", symlinks=True)
+    shutil.copytree(REPO / "pipeline_src", workdir / "pipeline_src")
+    smoke = ("all", "--configfile", "config/smoke.yaml")
+    planned = planned_jobs(snakemake(workdir, "-n", *smoke))
+    assert planned and all(rule.startswith("plot_") for rule in planned if rule != "all"), planned
+    snakemake(workdir, "--touch", *smoke)
+    return workdir
+
+
+def edited_copy(own_package: Path, tmp_path: Path) -> Path:
+    """A copy of :func:`own_package` (its results, .snakemake and package) for one test to edit."""
+    return shutil.copytree(own_package, tmp_path / "pipeline", symlinks=True)
 
 
 @pytest.mark.e2e
-def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_path):
+def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(own_package, tmp_path):
     """A comment in the model reruns nothing; a code edit of greedy decoding reruns the evaluations
     (and the figures drawn from them), no dataset and no training."""
-    workdir = edited_copy(pipeline, tmp_path)
+    workdir = edited_copy(own_package, tmp_path)
     package = workdir / "pipeline_src"
     dry_run = ("-n", "all", "--configfile", "config/smoke.yaml")
     assert planned_jobs(snakemake(workdir, *dry_run)) == {}
@@ -146,10 +158,10 @@ def test_code_edits_rerun_exactly_the_jobs_that_import_the_code(pipeline, tmp_pa
 
 
 @pytest.mark.e2e
-def test_a_claim_edit_redraws_only_the_figure_that_states_it(pipeline, tmp_path):
+def test_a_claim_edit_redraws_only_the_figure_that_states_it(own_package, tmp_path):
     """A shipped claim file is an input of the job of the figure whose caption states it, and of no other:
     editing F2's replans Figure 2's job alone."""
-    workdir = edited_copy(pipeline, tmp_path)
+    workdir = edited_copy(own_package, tmp_path)
     claim = workdir / "pipeline_src" / "findings" / "claims" / "F2.yaml"
     claim.write_text(claim.read_text().replace("says: each coupled scheme", "says: every coupled scheme"))
     assert planned_jobs(snakemake(workdir, "-n", "all", "--configfile", "config/smoke.yaml")) == {
