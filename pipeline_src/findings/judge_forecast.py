@@ -23,7 +23,7 @@ import polars as pl
 from ..evaluation.forecast import FAR
 from .finding import NO_RESULTS, Finding, undecided
 from .significance import ALPHA
-from .stability import Stability
+from .stability import Stability, each_seed_left_out
 from .verdicts import CONTRADICTED, REPRODUCED, UNDECIDED
 
 RHO = 0.7
@@ -134,10 +134,5 @@ def weighed(claim, spec: dict, rows: pl.DataFrame, word: str) -> Stability | Non
     """The stability of the forecast's verdict ``word``: judged again with each seed of its models left out
     of every task in turn (:mod:`.stability`); None where it decides nothing or fewer than three seeds are
     judged."""
-    if word not in (REPRODUCED, CONTRADICTED):
-        return None
     seeds = sorted(set(_mine(claim, rows)["seed"].to_list()))
-    if len(seeds) < 3:
-        return None
-    undone = tuple(seed for seed in seeds if finding(claim, spec, rows.filter(pl.col("seed") != seed)).word != word)
-    return Stability(len(seeds) - len(undone), len(seeds), undone)
+    return each_seed_left_out(seeds, word, lambda seed: finding(claim, spec, rows.filter(pl.col("seed") != seed)).word)

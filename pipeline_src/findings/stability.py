@@ -133,12 +133,17 @@ def leave_one_seed_out(claim: Claim, spec: dict, rows: pl.DataFrame, word: str,
     if word not in (REPRODUCED, CONTRADICTED) or claim.kind == "targets" or claim.across or "task" not in spec:
         return None
     seeds = [seed for seed in spec["seeds"] if claim.seeds_from is None or seed >= claim.seeds_from]
-    if len(seeds) < 3:
-        return None
-    undone = []
-    for seed in seeds:
+
+    def without(seed: int) -> str:
         fewer = {**spec, "seeds": [other for other in spec["seeds"] if other != seed]}
-        kept = rows.filter(~((pl.col("task") == spec["task"]) & (pl.col("seed") == seed)))
-        if judge(claim, fewer, kept).word != word:
-            undone.append(seed)
-    return Stability(len(seeds) - len(undone), len(seeds), tuple(undone))
+        return judge(claim, fewer, rows.filter(~((pl.col("task") == spec["task"]) & (pl.col("seed") == seed)))).word
+    return each_seed_left_out(seeds, word, without)
+
+
+def each_seed_left_out(seeds: list[int], word: str, without: Callable[[int], str]) -> Stability | None:
+    """The :class:`Stability` of the verdict ``word`` over ``seeds``, ``without(seed)`` the verdict with that
+    seed left out; None where there is nothing to weigh: a verdict that decides nothing, fewer than three seeds."""
+    if word not in (REPRODUCED, CONTRADICTED) or len(seeds) < 3:
+        return None
+    undone = tuple(seed for seed in seeds if without(seed) != word)
+    return Stability(len(seeds) - len(undone), len(seeds), undone)
