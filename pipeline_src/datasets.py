@@ -29,8 +29,12 @@ class DataError(ValueError):
 
 def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | Path) -> pl.DataFrame:
     """Check ``frame`` eagerly (names, dtypes and data); errors name the file and the column (an
-    unknown or missing column by name, before pandera's own message)."""
+    unknown or missing column by name, before pandera's own message). Every check runs in one polars
+    query first (:func:`.storage.frame_check.passes`); pandera itself only where that does not pass,
+    to decide and to say why."""
     import pandera.polars as pa
+
+    from .storage.frame_check import passes
 
     expected = set(schema.to_schema().columns)
     unknown, missing = sorted(set(frame.columns) - expected), sorted(expected - set(frame.columns))
@@ -38,6 +42,8 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | P
         raise DataError(f"{path}: does not match {schema.__name__}: "
                         + "; ".join(f"{what} column(s) {', '.join(map(repr, names))}"
                                     for what, names in (("unknown", unknown), ("missing", missing)) if names))
+    if passes(frame, schema):
+        return frame
     try:
         return schema.validate(frame)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as err:

@@ -401,6 +401,24 @@ def flat(value: float):
     return lambda k, length: value
 
 
+def influence_frame() -> pl.DataFrame:
+    """A valid influence table of two targets under ``SMALL`` (the frame the schema tests break)."""
+    return pl.DataFrame({
+        "doc": pl.Series([0, 0], dtype=pl.Int64),
+        "t": pl.Series([16, 20], dtype=pl.Int32),
+        "target": pl.Series([3, 4], dtype=pl.Int32),
+        "long_loss": [0.5, 3.0],
+        "short_loss": [3.0, 3.5],
+        "sparse_loss": pl.Series([[2.0, 1.0, 0.7], [3.4, 3.2, 3.1]], dtype=pl.List(pl.Float64)),
+        "chosen": pl.Series([[5, 0, 7], [1, 2, 3]], dtype=pl.List(pl.Int32)),
+        "key_token": [True, False],
+        "random_loss": pl.Series([[2.9, 2.8, 2.7], [3.5, 3.4, 3.4]], dtype=pl.List(pl.Float64)),
+        "other_loss": pl.Series([[2.5, 2.3, 2.2], [3.4, 3.3, 3.3]], dtype=pl.List(pl.Float64)),
+        "other_doc": pl.Series([1, 1], dtype=pl.Int64),
+        "other_t": pl.Series([16, 17], dtype=pl.Int32),
+    })
+
+
 def influence_table(config, results, own: np.ndarray, other: np.ndarray) -> None:
     """An influence table whose targets recover the fractions ``own`` (their own far tokens) and
     ``other`` (another document's) of their gain at every k."""

@@ -17,7 +17,15 @@ from pipeline_src.language.influence_table import influence_schema
 from pipeline_src.language.logits import hf_logits_fn, last_token_losses
 from pipeline_src.language.targets import select_targets
 from tests.helpers import INFLUENCE_VOCAB as VOCAB
-from tests.helpers import SMALL, key_token_targets, one_thread_per_module, random_model, small_targets, token_stream
+from tests.helpers import (
+    SMALL,
+    influence_frame,
+    key_token_targets,
+    one_thread_per_module,
+    random_model,
+    small_targets,
+    token_stream,
+)
 from tests.influence_reference import reference_influential_tokens
 
 one_thread = pytest.fixture(autouse=True, scope="module")(one_thread_per_module)
@@ -261,23 +269,6 @@ def test_hf_adapter_asks_for_the_last_positions_logits_only_where_the_model_can(
 
 # ---------------------------------------------------------------- schema
 
-def valid_frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "doc": pl.Series([0, 0], dtype=pl.Int64),
-        "t": pl.Series([16, 20], dtype=pl.Int32),
-        "target": pl.Series([3, 4], dtype=pl.Int32),
-        "long_loss": [0.5, 3.0],
-        "short_loss": [3.0, 3.5],
-        "sparse_loss": pl.Series([[2.0, 1.0, 0.7], [3.4, 3.2, 3.1]], dtype=pl.List(pl.Float64)),
-        "chosen": pl.Series([[5, 0, 7], [1, 2, 3]], dtype=pl.List(pl.Int32)),
-        "key_token": [True, False],
-        "random_loss": pl.Series([[2.9, 2.8, 2.7], [3.5, 3.4, 3.4]], dtype=pl.List(pl.Float64)),
-        "other_loss": pl.Series([[2.5, 2.3, 2.2], [3.4, 3.3, 3.3]], dtype=pl.List(pl.Float64)),
-        "other_doc": pl.Series([1, 1], dtype=pl.Int64),
-        "other_t": pl.Series([16, 17], dtype=pl.Int32),
-    })
-
-
 @pytest.mark.parametrize("column, value, check", [
     ("chosen", [5, 5, 7], "chosen_are_distinct_far_positions"),
     ("chosen", [5, 0, 8], "chosen_are_distinct_far_positions"),  # far positions are 0..7
@@ -292,7 +283,7 @@ def valid_frame() -> pl.DataFrame:
 ])
 def test_schema_rejects_bad_frames(column, value, check):
     schema = influence_schema(InfluenceConfig(**SMALL))
-    frame = valid_frame()
+    frame = influence_frame()
     validate(frame, schema, "ok.parquet")
     bad = frame.with_columns(pl.Series(column, [value, frame[column][1]], dtype=frame[column].dtype))
     with pytest.raises(DataError, match=check):
