@@ -42,11 +42,25 @@ TASK_JOBS = [(stage, task, "rope" if stage in ("train", "evaluate") else None)
              for stage in ("data", "train", "evaluate", "figures") for task in TASKS]
 
 
+@pytest.fixture(scope="module")
+def stored_parses(tmp_path_factory) -> str:
+    """The store of parses (code_digest.STORE) of every module of the real package, made once: each
+    copy below starts with it, as a package run before does, so a test parses only what it edits."""
+    code_digest.clear_cache()
+    for path in REAL.rglob("*.py"):
+        code_digest._parse(path)
+    folder = tmp_path_factory.mktemp("store")
+    code_digest._store({**code_digest._stored(), "folder": folder})
+    return (folder / code_digest.STORE).read_text()
+
+
 @pytest.fixture
-def package(tmp_path, monkeypatch) -> Path:
+def package(tmp_path, monkeypatch, stored_parses) -> Path:
     """A copy of pipeline_src that the digests read instead of the real one."""
     copy = tmp_path / "pipeline_src"
     shutil.copytree(code_digest.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / code_digest.STORE).parent.mkdir()
+    (copy / code_digest.STORE).write_text(stored_parses)
     monkeypatch.setattr(code_digest, "PACKAGE_DIR", copy)
     code_digest.clear_cache()
     yield copy

@@ -118,7 +118,7 @@ def entry_modules(stage: str, task: str | None = None, scheme: str | None = None
 def stage_digest(stage: str, task: str | None = None, scheme: str | None = None) -> str:
     """SHA-256 over the code of every module in the import closure of the job's entry modules
     (:func:`entry_modules`), each as its relative path and comment-free syntax tree."""
-    parts = [f"{_path(name).relative_to(PACKAGE_DIR).as_posix()}\n{_parse(_path(name)).dump}"
+    parts = [f"{_files()[name][1]}\n{_parse(_path(name)).dump}"
              for name in sorted(closure(entry_modules(stage, task, scheme)))]
     return sha256_text("\0".join(parts))
 
@@ -126,7 +126,7 @@ def stage_digest(stage: str, task: str | None = None, scheme: str | None = None)
 def left_out() -> frozenset[str]:
     """The modules (dotted, relative to ``pipeline_src``) left out of every digest: those that say so
     (``IN_CODE_DIGEST = False``), or whose package does. What no closure takes in."""
-    return frozenset(name for name in map(_module_name, PACKAGE_DIR.rglob("*.py")) if _left_out(name))
+    return frozenset(name for name in _files() if _left_out(name))
 
 
 @functools.cache
@@ -158,7 +158,7 @@ def clear_cache() -> None:
     """Forget the digests, module files and parses found (after editing sources within one process, as
     tests do); a parse is kept, for its file's modification time and size, as long as the file is unchanged."""
     stage_digest.cache_clear()
-    _path.cache_clear()
+    _files.cache_clear()
     _parse.cache_clear()
     _left_out.cache_clear()
     _stored.cache_clear()
@@ -177,14 +177,26 @@ def _packages(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(len(parts))]
 
 
-@functools.cache
 def _path(name: str) -> Path | None:
     """The file of module ``name`` (``""``: pipeline_src/__init__.py), or None if there is none."""
-    base = PACKAGE_DIR.joinpath(*name.split(".")) if name else PACKAGE_DIR
-    for path in (base / "__init__.py", base.with_name(base.name + ".py")):
-        if path.is_file():
-            return path
-    return None
+    found = _files().get(name)
+    return found[0] if found else None
+
+
+@functools.cache
+def _files() -> dict[str, tuple[Path, str]]:
+    """Every module file of the package, and its path relative to the package (``a/b.py``), by its
+    dotted name (:func:`_module_name`), a package's ``__init__.py`` before a module file of the same
+    name: the folder read once (until :func:`clear_cache`), not each name looked up on disk."""
+    found: dict[str, tuple[Path, str]] = {}
+    for folder, _, names in os.walk(PACKAGE_DIR):
+        inside = os.path.relpath(folder, PACKAGE_DIR).replace(os.sep, "/")
+        for file in sorted(name for name in names if name.endswith(".py")):
+            relative = file if inside == "." else f"{inside}/{file}"
+            name = relative.removesuffix(".py").replace("/", ".").removesuffix("__init__").rstrip(".")
+            if name not in found or file == "__init__.py":
+                found[name] = (Path(folder, file), relative)
+    return found
 
 
 class Parsed(NamedTuple):
