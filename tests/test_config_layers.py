@@ -13,10 +13,11 @@ import sys
 import pytest
 import yaml
 
-from pipeline_src.config.layers import merge_layers, read_config
+from pipeline_src.config.layers import copied, merge_defaults, merge_layers, read_config
 from pipeline_src.config.schema import coerced
 from pipeline_src.planning import jobs
 from pipeline_src.planning.load_config import load_config, validate
+from tests.conftest import default_config
 from tests.helpers import REPO, copy_workflow
 
 OVERRIDE = {
@@ -35,6 +36,23 @@ def test_a_later_layers_defaults_beat_earlier_sections_and_lose_to_its_own():
     assert merged["language"]["figure"] == {"n_boot": 5}, "the language section takes only model and train"
     # one layer alone: its sections beat its defaults, as before layers
     assert merge_layers([base]) == base
+
+
+def test_a_loaded_config_shares_no_mapping_or_list_between_its_sections_or_with_its_layers():
+    """Every section merged over the same ``defaults``, and values a YAML alias repeats, are each their
+    own: filling one task's defaults in place leaves the others and the files read unchanged."""
+    text = "shared: &steps {steps: 7}\ndefaults: {train: *steps, model: {d_model: 48}}\nmore: *steps\n"
+    layer = yaml.safe_load(text)
+    assert layer["shared"] is layer["more"]
+    merged = merge_layers([layer, {"addition": {}, "parity_scratchpad": {}}])
+    merge_defaults(merged)
+    assert merged["addition"]["model"] == merged["parity_scratchpad"]["model"] == {"d_model": 48}
+    assert merged["addition"]["model"] is not merged["parity_scratchpad"]["model"]
+    assert merged["shared"] is not merged["more"] and merged["shared"] is not layer["shared"]
+    config = default_config()
+    tasks = [value for value in config.values() if isinstance(value, dict) and "model" in value]
+    assert len({id(task["model"]) for task in tasks}) == len(tasks) > 1
+    assert copied(layer) == layer and copied(layer)["shared"] is not copied(layer)["more"]
 
 
 def test_an_override_files_defaults_reach_every_task_and_the_language_model(tmp_path):

@@ -6,7 +6,6 @@ this reads. Torch-free and cheap: the Snakefile reads its config through here at
 
 from __future__ import annotations
 
-import copy
 import functools
 from pathlib import Path
 
@@ -47,7 +46,7 @@ def _read_config_file(path: Path) -> dict:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: cannot read config: {err}") from None
-    return copy.deepcopy(_parsed(str(path), text))
+    return copied(_parsed(str(path), text))
 
 
 @functools.lru_cache(maxsize=256)  # a search over the shipped layerings reads each file hundreds of times
@@ -82,7 +81,7 @@ def merge_layers(layers: list[dict]) -> dict:
                 if isinstance(config.get(section), dict):
                     config[section] = _merged(config[section], _taken(defaults, blocks))
         config = _merged(config, layer)
-    return config
+    return copied(config)
 
 
 def merge_defaults(config: dict) -> None:
@@ -93,7 +92,7 @@ def merge_defaults(config: dict) -> None:
     defaults = config.get("defaults") or {}
     for section, blocks in defaults_taken().items():
         if isinstance(config.get(section), dict):
-            config[section] = _merged(_taken(defaults, blocks), config[section])
+            config[section] = copied(_merged(_taken(defaults, blocks), config[section]))
 
 
 def _taken(defaults: dict, blocks: tuple[str, ...] | None) -> dict:
@@ -102,7 +101,20 @@ def _taken(defaults: dict, blocks: tuple[str, ...] | None) -> dict:
 
 
 def _merged(base: dict, override: dict) -> dict:
-    out = copy.deepcopy(base)
+    """``override`` merged over ``base``, neither changed: new mappings where both have one, the rest
+    shared with them (the callers copy the whole once: :func:`copied`)."""
+    out = dict(base)
     for key, value in override.items():
         out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
+
+
+def copied(value):
+    """A copy of the config tree ``value`` (mappings, lists and scalars, as YAML reads them) sharing no
+    mapping or list with it or within itself: ``copy.deepcopy``'s result for a tree without shared
+    parts, several times faster (no memo)."""
+    if isinstance(value, dict):
+        return {key: copied(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(copied(item) for item in value)
+    return value

@@ -7,10 +7,9 @@ here; each error is one line naming the file or the field.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
-from ..config.layers import BASE_CONFIG, ConfigError, merge_defaults, read_config
+from ..config.layers import BASE_CONFIG, ConfigError, copied, merge_defaults, read_config
 from ..config.schema import ConfigSchemaError, defaults_taken
 from ..config.schema import validate as validate_schema
 from .studies import STUDIES, figures
@@ -55,7 +54,7 @@ def complete(config: dict) -> None:
             del _COMPLETED[next(iter(_COMPLETED))]
         try:
             _complete(config)
-            _COMPLETED[key] = copy.deepcopy(config)
+            _COMPLETED[key] = copied(config)
         except ConfigError as err:
             _COMPLETED[key] = err
             raise
@@ -64,7 +63,7 @@ def complete(config: dict) -> None:
     if isinstance(made, ConfigError):
         raise ConfigError(str(made))
     config.clear()
-    config.update(copy.deepcopy(made))
+    config.update(copied(made))
 
 
 _COMPLETED: dict[str, dict | ConfigError] = {}  # repr of a read config -> it made whole, or why it cannot be
