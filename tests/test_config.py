@@ -227,3 +227,24 @@ def test_wildcard_patterns_admit_no_path_separator_or_parent(name):
         assert not re.fullmatch(pattern, unsafe), (name, unsafe)
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
     assert f'{name}=jobs.PATH_PATTERNS["{name}"]' in common, "the workflow constrains its wildcards with these"
+
+
+def test_a_section_checked_before_is_filled_in_place_as_the_first_time():
+    """The schema check judges each section once per process (``schema._valid_by_section``): a section
+    met again gets the same defaults, filled into the very mapping given, and a field at fault beside
+    sections met before is still named."""
+    from pipeline_src.config import schema
+    from pipeline_src.config.layers import merge_defaults, read_config
+
+    raw = read_config([], REPO / "config" / "config.yaml")[0]
+    merge_defaults(raw)  # as load_config checks it: each task section over ``defaults``
+    first, again = copy.deepcopy(raw), copy.deepcopy(raw)
+    schema.validate(first)
+    section = again["addition"]
+    assert ("addition", repr(raw["addition"])) in schema._SECTIONS  # the second check reads the first's
+    schema.validate(again)
+    assert again == first and again["addition"] is section
+    bad = copy.deepcopy(raw)
+    bad["addition"]["train"] = {**bad["addition"].get("train", {}), "steps": -5}
+    with pytest.raises(schema.ConfigSchemaError, match=r"config field addition\.train\.steps: -5 is less than"):
+        schema.validate(bad)

@@ -193,12 +193,49 @@ def validate(config: dict, merged: Collection[str] = (), before_merge: bool = Fa
 
     if before_merge:
         config = {key: value for key, value in config.items() if key not in merged}
+    if _valid_by_section(config):
+        return
     error = jsonschema.exceptions.best_match(_validator().iter_errors(config))
     if error is not None:
         hint = ""
         if error.validator == "required" and error.absolute_path and error.absolute_path[0] in merged:
             hint = f" (write it in the {error.absolute_path[0]} section or in defaults)"
         raise ConfigSchemaError(f"config field {field_name(error.absolute_path)}: {_short(error)}{hint}")
+
+
+def _valid_by_section(config) -> bool:
+    """Whether ``config`` passes :func:`config_schema`, judged as the whole check judges it (its own
+    keys known, the required ones there, missing ones with a default set, then each section against
+    its rule) with defaults filled in in place alike, each section's value checked once per process: a
+    search over the shipped layerings checks the same few dozen sections hundreds of times. False
+    where a section fails: the whole check then names the field."""
+    from .layers import copied
+
+    schema = _schema()
+    known = schema["properties"]
+    if not isinstance(config, dict) or not set(config) <= set(known) or not set(schema["required"]) <= set(config):
+        return False
+    for name, sub in known.items():
+        if "default" in sub:
+            config.setdefault(name, copy.deepcopy(sub["default"]))
+    for name, value in config.items():
+        key = (name, repr(value))  # types and order included: equal reprs, equal values
+        if key not in _SECTIONS:
+            if next(_validator().descend(value, known[name], path=name), None) is not None:
+                return False
+            if len(_SECTIONS) >= _SECTIONS_KEPT:
+                del _SECTIONS[next(iter(_SECTIONS))]
+            _SECTIONS[key] = copied(value)  # as the check left it: its defaults filled in
+        elif isinstance(value, dict):
+            value.clear()
+            value.update(copied(_SECTIONS[key]))
+        elif isinstance(value, list):
+            value[:] = copied(_SECTIONS[key])
+    return True
+
+
+_SECTIONS: dict[tuple[str, str], object] = {}  # (section, repr of its value as given) -> the value checked
+_SECTIONS_KEPT = 4096
 
 
 def check(instance, schema: dict, what: str) -> None:
