@@ -88,10 +88,12 @@ def reaches(forecast: pl.DataFrame, accuracy: pl.DataFrame, train_lengths: list[
     longest = max(train_lengths)
     mass = forecast.filter(at_k_train())
     exact = accuracy.filter(at_k_train() & (pl.col("metric") == "exact_match")).select(*RUN, "k", "length", "accuracy")
+    by_model = exact.sort("length").partition_by([*RUN, "k"], as_dict=True, maintain_order=True)  # nulls alike
+    none = exact.clear()
     rows = []
-    for (model, curve) in mass.sort("length").group_by([*RUN, "k"], maintain_order=True):
-        model = dict(zip([*RUN, "k"], model, strict=True))
-        matched = exact.filter(*(pl.col(c).eq_missing(v) for c, v in model.items())).sort("length")
+    for (key, curve) in mass.sort("length").group_by([*RUN, "k"], maintain_order=True):
+        model = dict(zip([*RUN, "k"], key, strict=True))
+        matched = by_model.get(tuple(key), none)
         mass_at, accuracy_at = (dict(zip(t["length"], t[column], strict=True))
                                 for t, column in ((curve, "predicted"), (matched, "accuracy")))
         if longest not in mass_at or accuracy_at.get(longest) is None:
