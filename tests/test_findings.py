@@ -560,6 +560,31 @@ def test_summaries_of_two_scales_are_judged_side_by_side_each_with_its_config(tm
     assert "## GPU\n\nThe column gpu: a CPU, 2026-11-26, config/config.yaml.\n\nno results yet" in page
 
 
+def test_a_scale_shows_the_findings_it_names_and_a_dash_for_the_others(tmp_path, monkeypatch):
+    """``findings: [F2]``: the column gives F2's verdict and "-" for every other finding (its page lists F2
+    alone); a name its config does not judge is refused naming it; a finding whose runs give nothing
+    to judge reads "no results" in the table."""
+    import yaml
+
+    from pipeline_src.runs import scales
+
+    monkeypatch.chdir(REPO)
+    write_f2(tmp_path / "cpu", default_config(), 0.8, 0.1)
+    exported(tmp_path / "cpu", (), tmp_path / "cpu.csv")
+    (tmp_path / "scales.yaml").write_text(yaml.safe_dump([scale("CPU", "cpu.csv"),
+                                                          {**scale("F2 only", "cpu.csv"), "findings": ["F2"]}]))
+    listed = scales.read(tmp_path / "scales.yaml")
+    found = [scales.judge_scale(entry) for entry in listed]
+    rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in scales.as_table(listed, found).splitlines()}
+    assert rows["| F2"][0] == rows["| F2"][1].removesuffix(" |") and rows["| F2"][0].startswith("reproduced")
+    assert rows["| F3"] == ["no results", "- |"] and rows["| F1'"] == ["no results", "- |"]
+    page = scales.as_page(listed, found, "the command")
+    assert page.split("## F2 only")[1].count("\n| F") == 1
+    (tmp_path / "scales.yaml").write_text(yaml.safe_dump([{**scale("CPU", "cpu.csv"), "findings": ["F9"]}]))
+    with pytest.raises(scales.ScalesError, match="findings names 'F9', which its config does not judge"):
+        scales.judge_scale(scales.read(tmp_path / "scales.yaml")[0])
+
+
 def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
     from pipeline_src.findings.finding import Finding, undecided
     from pipeline_src.runs import scales
@@ -573,6 +598,7 @@ def test_a_finding_a_scales_config_does_not_run_reads_not_run_there():
     ({"name": None}, "scale 1: no field 'name'"),
     ({"configfiles": "config/mid.yaml"}, "scale 1: configfiles is 'config/mid.yaml', not a list"),
     ({"seeds": 3}, "scale 1: unknown field 'seeds'"),
+    ({"findings": "F2"}, "scale 1: findings is 'F2', not a list of finding names"),
 ])
 def test_a_scales_file_with_a_bad_entry_is_refused_in_one_line_naming_it(tmp_path, changed, message):
     """A field missing (None here), of another type or unknown: one line naming the file, the scale

@@ -13,6 +13,9 @@ A scales file is a YAML list; each entry one column of the README's findings tab
       also:                              # optional: summaries of the same scale made with other configs
         - summary: other_run.csv         # for the claims whose sides are runs of two configs (docs/claims.md)
           configfiles: [config/mid.yaml]
+      findings: [forecast]               # optional: the findings its column shows (default: every one its
+                                         # config judges); a run made for some, whose others re-judge
+                                         # another scale's models, shows "-" for those
 
 Each summary is judged with its own config, exactly as ``--from-summary`` judges it; with ``also``, as
 ``--from-summary`` with ``--also SUMMARY=CONFIGFILES`` for each (:mod:`.across_folders`). A scale any of
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..findings import judge as judged
-from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, part_rows
+from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, not_judged, part_rows
 from ..findings.stability import FRAGILE_NOTE
 from ..storage import yaml_text
 
@@ -34,6 +37,7 @@ NOT_RUN = "not run at this scale"  # the scale's config runs nothing the finding
 DETAILS = ("finding", "written", "criterion", "numbers", "verdict")  # the columns of a scale's table on the page
 FIELDS = {"name": str, "short": str, "summary": str, "configfiles": list, "device": str, "date": str}
 ALSO = {"summary": str, "configfiles": list}  # each of a scale's optional ``also``
+OPTIONAL = ("also", "findings")
 
 
 class ScalesError(ValueError):
@@ -51,6 +55,7 @@ class Scale:
     device: str
     date: str
     also: tuple = ()  # (summary, configfiles) of each summary of the scale made with another config
+    findings: tuple[str, ...] | None = None  # the findings its column shows (None: every one)
 
     def made(self) -> str:
         """"device, date, config files": what the scale's runs were made on and with."""
@@ -86,12 +91,18 @@ def read(path: Path) -> list[Scale]:
                 raise ScalesError(f"{where}: no field {field!r}")
             if not isinstance(entry[field], kind):
                 raise ScalesError(f"{where}: {field} is {entry[field]!r}, not a {kind.__name__}")
-        unknown = sorted(set(entry) - set(FIELDS) - {"also"})
+        unknown = sorted(set(entry) - set(FIELDS) - set(OPTIONAL))
         if unknown:
-            raise ScalesError(f"{where}: unknown field {unknown[0]!r} (a scale has {', '.join(FIELDS)}, also)")
+            raise ScalesError(f"{where}: unknown field {unknown[0]!r} "
+                              f"(a scale has {', '.join(FIELDS)}, optionally {', '.join(OPTIONAL)})")
+        shown = entry.get("findings")
+        if shown is not None and (not isinstance(shown, list) or not shown
+                                  or not all(isinstance(name, str) for name in shown)):
+            raise ScalesError(f"{where}: findings is {shown!r}, not a list of finding names")
         scales.append(Scale(entry["name"], entry["short"], Path(path).parent / entry["summary"],
                             tuple(Path(file) for file in entry["configfiles"]), entry["device"], entry["date"],
-                            also_of(entry.get("also", []), Path(path), where)))
+                            also_of(entry.get("also", []), Path(path), where),
+                            None if shown is None else tuple(shown)))
     for field in ("name", "short"):
         names = [getattr(scale, field) for scale in scales]
         repeated = next((name for name in names if names.count(name) > 1), None)
@@ -130,7 +141,14 @@ def judge_scale(scale: Scale, claim_folders: tuple[Path, ...] = ()) -> list[judg
     check_registered(claims)
     across = sides_across(claims, None, scale.configfiles, scale.summary, tuple(Source(*also) for also in scale.also))
     made = {claim.figure: summary_made(scale.summary, claim.figure) for claim in claims}
-    return dated(findings(config, summary_rows(config, scale.summary), claims, across), claims, made, across)
+    rows = dated(findings(config, summary_rows(config, scale.summary), claims, across), claims, made, across)
+    if scale.findings is None:
+        return rows
+    unknown = sorted(set(scale.findings) - {row.finding for row in rows})
+    if unknown:
+        raise ScalesError(f"scale {scale.name!r}: findings names {unknown[0]!r}, which its config does not judge")
+    return [row if row.finding in scale.findings else not_judged(row.finding, row.claim, "not shown at this scale")
+            for row in rows]
 
 
 def cell(row: judged.Finding) -> str:
@@ -142,8 +160,11 @@ def cell(row: judged.Finding) -> str:
 
 
 def short_cell(row: judged.Finding) -> str:
-    """A finding's verdict at a scale and the number that decided it ("-": not run there)."""
-    return "-" if row.criterion == NOT_CONFIGURED_CRITERION else row.cell
+    """A finding's verdict at a scale and the number that decided it ("-": not run there; "no results":
+    undecided, its runs giving nothing to judge)."""
+    if row.criterion == NOT_CONFIGURED_CRITERION:
+        return "-"
+    return "no results" if row.cell == f"{row.word} (no results)" == "undecided (no results)" else row.cell
 
 
 def judged_rows(found: list[list[judged.Finding] | None]) -> list[judged.Finding]:
