@@ -186,14 +186,14 @@ def _path(name: str) -> Path | None:
 @functools.cache
 def _files() -> dict[str, tuple[Path, str]]:
     """Every module file of the package, and its path relative to the package (``a/b.py``), by its
-    dotted name (:func:`_module_name`), a package's ``__init__.py`` before a module file of the same
+    dotted name (:func:`_dotted`), a package's ``__init__.py`` before a module file of the same
     name: the folder read once (until :func:`clear_cache`), not each name looked up on disk."""
     found: dict[str, tuple[Path, str]] = {}
     for folder, _, names in os.walk(PACKAGE_DIR):
         inside = os.path.relpath(folder, PACKAGE_DIR).replace(os.sep, "/")
         for file in sorted(name for name in names if name.endswith(".py")):
             relative = file if inside == "." else f"{inside}/{file}"
-            name = relative.removesuffix(".py").replace("/", ".").removesuffix("__init__").rstrip(".")
+            name = _dotted(relative)
             if name not in found or file == "__init__.py":
                 found[name] = (Path(folder, file), relative)
     return found
@@ -216,10 +216,14 @@ def _parse(path: Path) -> Parsed:
 
 
 def _module_name(path: Path) -> str:
-    """The dotted module (relative to ``pipeline_src``) of the file ``path``: ``""`` for
-    pipeline_src/__init__.py, ``a`` for a/__init__.py."""
-    name = path.relative_to(PACKAGE_DIR).with_suffix("").as_posix().replace("/", ".")
-    return name.removesuffix("__init__").rstrip(".")
+    """The dotted module (relative to ``pipeline_src``) of the file ``path`` (:func:`_dotted`)."""
+    return _dotted(path.relative_to(PACKAGE_DIR).as_posix())
+
+
+def _dotted(relative: str) -> str:
+    """The dotted module of the package file ``relative`` (``a/b.py``): ``""`` for __init__.py, ``a``
+    for a/__init__.py."""
+    return relative.removesuffix(".py").replace("/", ".").removesuffix("__init__").rstrip(".")
 
 
 @functools.cache

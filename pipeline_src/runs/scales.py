@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..findings import judge as judged
-from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, not_judged, part_rows
+from ..findings.finding import NOT_CONFIGURED_CRITERION, POST_HOC_NOTE, READING_NOTE, UNDECIDED, not_judged, part_rows
 from ..findings.stability import FRAGILE_NOTE
 from ..storage import yaml_text
 
@@ -164,7 +164,7 @@ def short_cell(row: judged.Finding) -> str:
     undecided, its runs giving nothing to judge)."""
     if row.criterion == NOT_CONFIGURED_CRITERION:
         return "-"
-    return "no results" if row.cell == f"{row.word} (no results)" == "undecided (no results)" else row.cell
+    return "no results" if row.cell == f"{UNDECIDED} (no results)" else row.cell
 
 
 def judged_rows(found: list[list[judged.Finding] | None]) -> list[judged.Finding]:
