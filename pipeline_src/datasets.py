@@ -1,8 +1,9 @@
 """Task datasets as Parquet: schema checks on write and read, provenance metadata (their ragged
 columns: :mod:`pipeline_src.storage.ragged`).
 
-A file is checked against its pandera schema when it is written and when it is read, except where
-the reader's schema is the writer's and the file still has the bytes that passed (see :func:`read`).
+A file is checked against its schema (:mod:`.storage.table_schema`) when it is written and when it
+is read, except where the reader's schema is the writer's and the file still has the bytes that
+passed (see :func:`read`).
 A file is never used when its bytes differ from the SHA-256 its provenance sidecar recorded.
 """
 
@@ -18,25 +19,23 @@ from .provenance.sidecars import attach, read_checked
 from .storage.errors import library_failure, os_error
 
 if TYPE_CHECKING:
-    import pandera.polars as pa
+    from .storage.table_schema import TableSchema
 
-    Schema = Union[type[pa.DataFrameModel], Callable[[], type[pa.DataFrameModel]]]
+    Schema = Union[type[TableSchema], Callable[[], type[TableSchema]]]
 
 
 class DataError(ValueError):
     """A dataset file that does not match its task's schema."""
 
 
-def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | Path) -> pl.DataFrame:
+def validate(frame: pl.DataFrame, schema: type[TableSchema], path: str | Path) -> pl.DataFrame:
     """Check ``frame`` eagerly (names, dtypes and data); errors name the file and the column (an
     unknown or missing column by name, before pandera's own message). Every check runs in one polars
-    query first (:func:`.storage.frame_check.passes`); pandera itself only where that does not pass,
-    to decide and to say why."""
-    import pandera.polars as pa
-
+    query first (:func:`.storage.frame_check.passes`); pandera itself (the schema's pandera model)
+    only where that does not pass, to decide and to say why."""
     from .storage.frame_check import passes
 
-    expected = set(schema.to_schema().columns)
+    expected = set(schema.columns())
     unknown, missing = sorted(set(frame.columns) - expected), sorted(expected - set(frame.columns))
     if unknown or missing:
         raise DataError(f"{path}: does not match {schema.__name__}: "
@@ -44,13 +43,15 @@ def validate(frame: pl.DataFrame, schema: type[pa.DataFrameModel], path: str | P
                                     for what, names in (("unknown", unknown), ("missing", missing)) if names))
     if passes(frame, schema):
         return frame
+    import pandera.polars as pa
+
     try:
-        return schema.validate(frame)
+        return schema.pandera().validate(frame)
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as err:
         raise DataError(f"{path}: does not match {schema.__name__}: {err}") from None
 
 
-def write(frame: pl.DataFrame, path: str | Path, schema: type[pa.DataFrameModel], record: dict) -> None:
+def write(frame: pl.DataFrame, path: str | Path, schema: type[TableSchema], record: dict) -> None:
     """Validate, then write Parquet with the provenance record in its key-value metadata and a sidecar."""
     frame = validate(frame, schema, path)
     attach(path, record, lambda tmp, meta: frame.write_parquet(tmp, metadata=meta, statistics=False))
@@ -58,13 +59,12 @@ def write(frame: pl.DataFrame, path: str | Path, schema: type[pa.DataFrameModel]
 
 def read(path: str | Path, schema: Schema, *, checked_when_written: bool = False) -> pl.DataFrame:
     """Read a Parquet file written by :func:`write` (see :func:`load`) and check it against
-    ``schema`` (a pandera model, or a function that makes it when it is needed).
+    ``schema`` (a table schema, or a function that makes it when it is needed).
 
     ``checked_when_written`` says that ``schema`` is the one the writer checked the file against (a
     task's datasets: the task fixes their schema). Then a file whose bytes still have the SHA-256 its
-    provenance sidecar recorded is the file that passed that check and is not checked again (pandera
-    alone takes longer to import than a small job trains). A file without a sidecar (made by hand) is
-    always checked."""
+    provenance sidecar recorded is the file that passed that check and is not checked again. A file
+    without a sidecar (made by hand) is always checked."""
     frame, recorded = _load(path)
     if recorded and checked_when_written:
         return frame

@@ -69,12 +69,11 @@ def generate_eval(params: dict, seed: int) -> pl.DataFrame:
 
 
 def schema():
-    import pandera.polars as pa
-
+    from pipeline_src.storage.table_schema import Field
     from pipeline_src.tasks.frame_schema import TaskSchema
 
     class DepthLookupSchema(TaskSchema):
-        depth: pl.Int32 = pa.Field(ge=1)
+        depth: pl.Int32 = Field(ge=1)
         _vocab_size = len(VOCAB)
 
     return DepthLookupSchema
@@ -166,6 +165,6 @@ def test_read_checks_a_file_against_the_schema_of_its_task(registered, tmp_path)
 def test_every_registered_task_has_an_accuracy_schema():
     for task in tasks.TASKS.values():
         schema = accuracy_schema.accuracy_schema(task.cell_columns)
-        assert set(schema.to_schema().columns) >= set(task.cell_columns) | {"k"}
+        assert set(schema.columns()) >= set(task.cell_columns) | {"k"}
     with pytest.raises(ValueError, match="must include 'length'"):
         dataclasses.replace(TASK, cell_columns=("depth",))

@@ -1,4 +1,4 @@
-"""pandera schema of an evaluation result of one trained model, in long format: one row per
+"""The schema of an evaluation result of one trained model, in long format: one row per
 (cell, metric) with the count of correct samples, the accuracy and its 95% Wilson interval.
 
 A cell is keyed by its task's ``cell_columns``. Every table has ``k`` and ``length``: ``k`` is null
@@ -13,57 +13,51 @@ its ``n`` counts the cell's response tokens, not its samples, and its interval t
 as independent, so it is narrower than the evidence warrants).
 ``correct``, ``accuracy`` and the interval are null, all four together, where the model's training
 diverged (nothing to decode).
-
-(No ``from __future__ import annotations`` here: pandera evaluates the field annotations.)
 """
 
 import functools
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
 
+from ..storage.table_schema import Field, TableSchema, dataframe_check
 from .metrics import METRICS
 
 KEY_COLUMNS = ("k", "length")  # the cell columns every table has
 
 
-class RunCellSchema(pa.DataFrameModel):
+class RunCellSchema(TableSchema):
     """The columns every table about a trained model starts with: its run (:func:`run_columns`) and
     the cell keys every task has."""
 
     task: pl.String
     variant: pl.String
     scheme: pl.String
-    k_train: pl.Int32 = pa.Field(ge=1, nullable=True)
+    k_train: pl.Int32 = Field(ge=1, nullable=True)
     seed: pl.Int64
-    k: pl.Int32 = pa.Field(ge=1, nullable=True)
-    length: pl.Int32 = pa.Field(ge=1)
-
-    class Config:
-        strict = True
-        coerce = False
+    k: pl.Int32 = Field(ge=1, nullable=True)
+    length: pl.Int32 = Field(ge=1)
 
 
 class AccuracySchema(RunCellSchema):
-    metric: pl.String = pa.Field(isin=METRICS)
-    n: pl.Int64 = pa.Field(ge=1)
-    correct: pl.Int64 = pa.Field(ge=0, nullable=True)
-    accuracy: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
-    ci_low: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
-    ci_high: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
+    metric: pl.String = Field(isin=METRICS)
+    n: pl.Int64 = Field(ge=1)
+    correct: pl.Int64 = Field(ge=0, nullable=True)
+    accuracy: pl.Float64 = Field(ge=0.0, le=1.0, nullable=True)
+    ci_low: pl.Float64 = Field(ge=0.0, le=1.0, nullable=True)
+    ci_high: pl.Float64 = Field(ge=0.0, le=1.0, nullable=True)
 
-    @pa.dataframe_check
+    @dataframe_check
     def correct_at_most_n(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("correct") <= pl.col("n")).fill_null(True))
 
-    @pa.dataframe_check
+    @dataframe_check
     def unscored_rows_are_null_throughout(cls, data) -> pl.LazyFrame:
         scored = [pl.col(name).is_null() for name in ("correct", "accuracy", "ci_low", "ci_high")]
         return data.lazyframe.select(pl.all_horizontal(scored) | ~pl.any_horizontal(scored))
 
 
-COLUMNS = tuple(AccuracySchema.to_schema().columns)
+COLUMNS = tuple(AccuracySchema.columns())
 
 
 def run_columns(description: dict) -> list[pl.Expr]:
@@ -93,17 +87,17 @@ def accuracy_schema(cell_columns: tuple[str, ...]) -> type[AccuracySchema]:
     return with_cell_columns(AccuracySchema, cell_columns)
 
 
-def with_cell_columns(base: type[pa.DataFrameModel], cell_columns: tuple[str, ...]) -> type[pa.DataFrameModel]:
+def with_cell_columns(base: type[TableSchema], cell_columns: tuple[str, ...]) -> type[TableSchema]:
     """``base`` (a table keyed by ``k`` and ``length``) plus an Int32 column per cell column of
     ``cell_columns`` beyond those. A cell column that names another column of ``base`` is an error."""
     extra = extra_cell_columns(cell_columns)
-    clash = [column for column in extra if column in base.to_schema().columns]
+    clash = [column for column in extra if column in base.columns()]
     if clash:
         raise ValueError(f"cell columns {clash} name columns every {base.__name__} table has; rename them")
     if not extra:
         return base
     namespace = {"__annotations__": dict.fromkeys(extra, pl.Int32), "__module__": base.__module__,
-                 **{column: pa.Field() for column in extra}}
+                 **{column: Field() for column in extra}}
     return type(f"{base.__name__}_{'_'.join(extra)}", (base,), namespace)
 
 
@@ -130,7 +124,7 @@ def _loaded(path: str | Path) -> tuple[pl.DataFrame, tuple[str, ...]]:
     return frame, keys.pop() if keys else ()
 
 
-def _check(tables: list[tuple[str | Path, pl.DataFrame]], schema: type[pa.DataFrameModel]) -> None:
+def _check(tables: list[tuple[str | Path, pl.DataFrame]], schema: type[TableSchema]) -> None:
     """Check ``tables`` (path, frame) against ``schema`` in one pass over them all (every check of the
     schema is row by row, so the pass fails exactly when some table would alone); where it fails,
     each table alone, so the error names the file at fault."""
@@ -154,7 +148,7 @@ def cell_columns(frame: pl.DataFrame) -> list[str]:
 
 def read_accuracy(paths: list[Path], metric: str | None = None) -> pl.DataFrame:
     """The evaluation results of ``paths`` in one frame, in their order (each checked against its
-    task's schema: the tables of tasks keyed alike in one pandera pass, see :func:`_check`; a cell
+    task's schema: the tables of tasks keyed alike in one pass, see :func:`_check`; a cell
     column of some of the tasks only is null in the others' rows); only ``metric``'s rows if given."""
     loaded = [_loaded(path) for path in paths]
     for keys in dict.fromkeys(keys for _, keys in loaded):

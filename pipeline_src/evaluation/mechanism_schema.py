@@ -1,4 +1,4 @@
-"""pandera schemas of the mechanism tables of one trained model (:mod:`.mechanism`).
+"""The schemas of the mechanism tables of one trained model (:mod:`.mechanism`).
 
 Each table starts like an accuracy table: the run (task, variant, scheme, k_train, seed) and the
 cell keys (``k``, null for tasks without k_test, ``length``, then a task's other cell columns).
@@ -18,17 +18,15 @@ cell keys (``k``, null for tasks without k_test, ``length``, then a task's other
   position head; null otherwise) say which kind: the first wrong token and the first wrong position
   ID, each under teacher forcing, the earlier of them ``first_error``; ``depth``, the sample's depth
   where the task's frames have one (variable assignment: the hops of its query chain), else null.
-
-(No ``from __future__ import annotations``: pandera evaluates the field annotations.)
 """
 
 import functools
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
 
 from ..planning.paths import MECHANISM_FILES
+from ..storage.table_schema import Field, TableSchema, dataframe_check
 from .accuracy_schema import KEY_COLUMNS, RunCellSchema, with_cell_columns
 
 TABLES = tuple(MECHANISM_FILES)
@@ -45,29 +43,29 @@ COLUMNS = {
 
 
 class AttentionSchema(RunCellSchema):
-    layer: pl.Int32 = pa.Field(ge=0)
-    head: pl.Int32 = pa.Field(ge=0)
-    queries: pl.Int64 = pa.Field(ge=0)
-    dependency_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
-    uniform_mass: pl.Float64 = pa.Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
-    entropy: pl.Float64 = pa.Field(ge=-1e-9, nullable=True)
-    margin: pl.Float64 = pa.Field(nullable=True)
-    margin_sd: pl.Float64 = pa.Field(ge=0.0, nullable=True)
+    layer: pl.Int32 = Field(ge=0)
+    head: pl.Int32 = Field(ge=0)
+    queries: pl.Int64 = Field(ge=0)
+    dependency_mass: pl.Float64 = Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
+    uniform_mass: pl.Float64 = Field(ge=0.0, le=1.0 + 1e-6, nullable=True)
+    entropy: pl.Float64 = Field(ge=-1e-9, nullable=True)
+    margin: pl.Float64 = Field(nullable=True)
+    margin_sd: pl.Float64 = Field(ge=0.0, nullable=True)
 
-    @pa.dataframe_check
+    @dataframe_check
     def means_only_over_queries(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("queries") > 0) == pl.col("dependency_mass").is_not_null())
 
 
 class FlipsSchema(RunCellSchema):
-    samples: pl.Int64 = pa.Field(ge=0)
-    relevant_flips: pl.Int64 = pa.Field(ge=0)
-    irrelevant_samples: pl.Int64 = pa.Field(ge=0)
-    irrelevant_flips: pl.Int64 = pa.Field(ge=0)
-    relevant_flip_rate: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
-    irrelevant_flip_rate: pl.Float64 = pa.Field(ge=0.0, le=1.0, nullable=True)
+    samples: pl.Int64 = Field(ge=0)
+    relevant_flips: pl.Int64 = Field(ge=0)
+    irrelevant_samples: pl.Int64 = Field(ge=0)
+    irrelevant_flips: pl.Int64 = Field(ge=0)
+    relevant_flip_rate: pl.Float64 = Field(ge=0.0, le=1.0, nullable=True)
+    irrelevant_flip_rate: pl.Float64 = Field(ge=0.0, le=1.0, nullable=True)
 
-    @pa.dataframe_check
+    @dataframe_check
     def flips_at_most_samples(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("relevant_flips") <= pl.col("samples"))
                                      & (pl.col("irrelevant_flips") <= pl.col("irrelevant_samples"))
@@ -75,18 +73,18 @@ class FlipsSchema(RunCellSchema):
 
 
 class FirstErrorsSchema(RunCellSchema):
-    row: pl.Int64 = pa.Field(ge=0)
-    response_length: pl.Int64 = pa.Field(ge=1)
-    first_error: pl.Int64 = pa.Field(ge=0, nullable=True)
-    first_token_error: pl.Int64 = pa.Field(ge=0, nullable=True)
-    first_position_error: pl.Int64 = pa.Field(ge=0, nullable=True)
-    depth: pl.Int64 = pa.Field(ge=1, nullable=True)
+    row: pl.Int64 = Field(ge=0)
+    response_length: pl.Int64 = Field(ge=1)
+    first_error: pl.Int64 = Field(ge=0, nullable=True)
+    first_token_error: pl.Int64 = Field(ge=0, nullable=True)
+    first_position_error: pl.Int64 = Field(ge=0, nullable=True)
+    depth: pl.Int64 = Field(ge=1, nullable=True)
 
-    @pa.dataframe_check
+    @dataframe_check
     def error_inside_the_response(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select((pl.col("first_error") < pl.col("response_length")).fill_null(True))
 
-    @pa.dataframe_check
+    @dataframe_check
     def first_error_is_the_earlier_kind(cls, data) -> pl.LazyFrame:
         earliest = pl.min_horizontal("first_token_error", "first_position_error")
         return data.lazyframe.select((pl.col("first_error") == earliest).fill_null(
@@ -97,7 +95,7 @@ SCHEMAS = {"attention": AttentionSchema, "flips": FlipsSchema, "first_errors": F
 
 
 @functools.cache
-def mechanism_schema(name: str, cell_columns: tuple[str, ...]) -> type[pa.DataFrameModel]:
+def mechanism_schema(name: str, cell_columns: tuple[str, ...]) -> type[TableSchema]:
     """The schema of table ``name`` of a task keyed by ``cell_columns``."""
     return with_cell_columns(SCHEMAS[name], cell_columns)
 

@@ -9,18 +9,16 @@ threads (``RAYON_NUM_THREADS``); the tests check it.
 
 The token stream has one row per document: ``doc`` (its index in the corpus), ``split``
 (``train`` or ``heldout``) and ``tokens`` (its IDs, the end-of-document token last).
-
-(No ``from __future__ import annotations``: pandera evaluates the schema's field annotations.)
 """
 
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from .. import datasets
 from ..storage.atomic import write_text
+from ..storage.table_schema import Field, TableSchema, dataframe_check
 from .corpus import HELDOUT, TRAIN
 
 EOD = "<|endoftext|>"
@@ -86,25 +84,21 @@ def eod_id(tokenizer: Tokenizer) -> int:
 # --- the token stream ---------------------------------------------------------------------------
 
 
-class TokenStreamSchema(pa.DataFrameModel):
+class TokenStreamSchema(TableSchema):
     """One tokenized document per row; ``_vocab_size`` (set by :func:`token_schema`) bounds the IDs."""
 
-    doc: pl.Int64 = pa.Field(ge=0, unique=True)
-    split: pl.String = pa.Field(isin=[TRAIN, HELDOUT])
+    doc: pl.Int64 = Field(ge=0, unique=True)
+    split: pl.String = Field(isin=[TRAIN, HELDOUT])
     tokens: pl.List(pl.Int32)
 
     _vocab_size = 2**31 - 1
 
-    class Config:
-        strict = True
-        coerce = False
-
-    @pa.dataframe_check
+    @dataframe_check
     def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(
             pl.col("tokens").list.eval(pl.element().is_between(0, cls._vocab_size - 1)).list.all())
 
-    @pa.dataframe_check
+    @dataframe_check
     def at_least_one_token_and_eod(cls, data) -> pl.LazyFrame:
         """Every document has a token before its end-of-document token."""
         return data.lazyframe.select(pl.col("tokens").list.len() >= 2)

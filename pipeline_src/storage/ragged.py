@@ -12,9 +12,16 @@ def ragged(padded: np.ndarray, lengths: np.ndarray) -> pl.Series:
     """Turn a right-padded [n, w] matrix plus row lengths into a polars List(Int32) series."""
     lengths = np.asarray(lengths, dtype=np.int64)
     keep = np.arange(padded.shape[1])[None, :] < lengths[:, None]
-    values = pa_arrow.array(np.ascontiguousarray(padded[keep]).astype(np.int32))
-    offsets = pa_arrow.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    values = _int32_array(padded[keep])
+    offsets = _int32_array(np.concatenate([[0], np.cumsum(lengths)]))
     return pl.Series(pa_arrow.ListArray.from_arrays(offsets, values))
+
+
+def _int32_array(values: np.ndarray) -> pa_arrow.Array:
+    """``values`` as an Arrow int32 array over their own buffer (``pyarrow.array`` of a NumPy array
+    would import pandas, half a second, to ask whether it is a pandas object)."""
+    values = np.ascontiguousarray(values, dtype=np.int32)
+    return pa_arrow.Array.from_buffers(pa_arrow.int32(), len(values), [None, pa_arrow.py_buffer(values)])
 
 
 def padded(series: pl.Series, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import pkgutil
 from .task import Figure, Layout, Task  # noqa: F401  (re-exported)
 from .vocab import Vocab  # noqa: F401
 
-# Modules every task shares; they declare no task (frame_schema imports pandera: never at discovery).
+# Modules every task shares; they declare no task.
 SHARED_MODULES = frozenset({"dependency", "frame_schema", "generator", "task", "vocab"})
 
 

@@ -182,10 +182,10 @@ DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
 
 
 def schema():
-    """The pandera schema of an addition frame."""
-    import pandera.polars as pa
+    """The schema of an addition frame."""
     import polars as pl
 
+    from ..storage.table_schema import dataframe_check
     from .frame_schema import TaskSchema, token_is
 
     class AdditionSchema(TaskSchema):
@@ -193,19 +193,19 @@ def schema():
 
         _vocab_size = len(VOCAB)
 
-        @pa.dataframe_check
+        @dataframe_check
         def prompt_has_2n_plus_3_or_5_tokens(cls, data) -> pl.LazyFrame:
             """2n + 3 tokens, or 2n + 5 with ``pad_operands``."""
             tokens = pl.col("prompt").list.len() - 2 * pl.col("length")
             return data.lazyframe.select(
                 tokens.is_in([3, 5]) & token_is("prompt", 0, BOS) & token_is("prompt", -1, EQUALS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def response_has_n_plus_1_digits(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(
                 (pl.col("response").list.len() == pl.col("length") + 2) & token_is("response", -1, EOS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def answer_is_the_carry_out(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(token_is("response", -2, DIGIT0 + pl.col("answer")))
 

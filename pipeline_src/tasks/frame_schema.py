@@ -1,16 +1,15 @@
-"""The pandera (polars) schema every task dataset shares, and check expressions for task schemas.
+"""The schema every task dataset shares (:mod:`pipeline_src.storage.table_schema`), and check
+expressions for task schemas.
 
 Every task's schema (built by its module's ``schema()``, see :class:`.task.Task`) derives from
-:class:`TaskSchema`, which holds the columns all tasks share and the checks on them; pandera runs a
-base model's checks on every subclass, with ``cls`` the subclass. A task schema sets
-``_vocab_size`` (a private name: pandera does not take it for a column) and adds its own columns
-and checks. Imported only when a schema is built: pandera takes over a second to import.
-
-(No ``from __future__ import annotations`` here: pandera evaluates the field annotations.)
+:class:`TaskSchema`, which holds the columns all tasks share and the checks on them; a base's checks
+run on every subclass, with ``cls`` the subclass. A task schema sets ``_vocab_size`` (a private
+name: not a column) and adds its own columns and checks.
 """
 
-import pandera.polars as pa
 import polars as pl
+
+from ..storage.table_schema import Field, TableSchema, dataframe_check
 
 # --- shared check expressions -------------------------------------------------------------------
 
@@ -42,32 +41,28 @@ def token_is(column: str, index: int, token) -> pl.Expr:
 # --- schemas ------------------------------------------------------------------------------------
 
 
-class TaskSchema(pa.DataFrameModel):
+class TaskSchema(TableSchema):
     """What every task dataset has: the length measure, the ragged token lists, their position IDs
     and the answer (a bit unless a task says otherwise). Not the schema of a task by itself."""
 
-    length: pl.Int32 = pa.Field(ge=1)
+    length: pl.Int32 = Field(ge=1)
     prompt: pl.List(pl.Int32)
     response: pl.List(pl.Int32)
     prompt_pos: pl.List(pl.Int32)
     response_pos: pl.List(pl.Int32)
-    answer: pl.Int32 = pa.Field(isin=[0, 1])
+    answer: pl.Int32 = Field(isin=[0, 1])
 
     _vocab_size = 0  # the task's vocabulary size: set by each task schema
 
-    class Config:
-        strict = True
-        coerce = False
-
-    @pa.dataframe_check
+    @dataframe_check
     def tokens_in_vocabulary(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(in_vocabulary(cls._vocab_size, "prompt", "response"))
 
-    @pa.dataframe_check
+    @dataframe_check
     def position_ids_non_negative(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(non_negative("prompt_pos", "response_pos"))
 
-    @pa.dataframe_check
+    @dataframe_check
     def one_position_id_per_token(cls, data) -> pl.LazyFrame:
         return data.lazyframe.select(
             same_length("prompt", "prompt_pos") & same_length("response", "response_pos"))

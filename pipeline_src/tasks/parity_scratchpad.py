@@ -137,10 +137,10 @@ DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
 
 
 def schema():
-    """The pandera schema of a parity-with-scratchpad frame."""
-    import pandera.polars as pa
+    """The schema of a parity-with-scratchpad frame."""
     import polars as pl
 
+    from ..storage.table_schema import dataframe_check
     from .frame_schema import TaskSchema, token_is
 
     class ParityScratchpadSchema(TaskSchema):
@@ -148,20 +148,20 @@ def schema():
 
         _vocab_size = len(VOCAB)
 
-        @pa.dataframe_check
+        @dataframe_check
         def prompt_has_n_plus_2_tokens(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(
                 (pl.col("prompt").list.len() == pl.col("length") + 2)
                 & token_is("prompt", 0, BOS) & token_is("prompt", -1, EQUALS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def response_is_scratchpad_or_answer(cls, data) -> pl.LazyFrame:
             """n tokens plus <eos> (scratchpad) or the answer plus <eos> (no scratchpad)."""
             size = pl.col("response").list.len()
             return data.lazyframe.select(
                 ((size == pl.col("length") + 1) | (size == 2)) & token_is("response", -1, EOS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(token_is("response", -2, ZERO + pl.col("answer")))
 

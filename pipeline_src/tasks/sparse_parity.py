@@ -153,32 +153,32 @@ DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
 
 @functools.cache
 def prompt_schema():
-    """The pandera base of sparse parity's frames: the (k, l) columns and the prompt (shared by the
+    """The schema base of sparse parity's frames: the (k, l) columns and the prompt (shared by the
     scratchpad variant)."""
-    import pandera.polars as pa
     import polars as pl
 
+    from ..storage.table_schema import Field, dataframe_check
     from .frame_schema import TaskSchema
 
     class SparseParityPrompt(TaskSchema):
         """The (k, l) columns and the prompt ``<bos> m_1 b_1 ... m_l b_l =`` of sparse parity,
         shared by its scratchpad variant."""
 
-        k: pl.Int32 = pa.Field(ge=1)
-        l: pl.Int32 = pa.Field(ge=1)  # noqa: E741 (the frame's column "l": the name is the data)
-        length: pl.Int32 = pa.Field(ge=2)
+        k: pl.Int32 = Field(ge=1)
+        l: pl.Int32 = Field(ge=1)  # noqa: E741 (the frame's column "l": the name is the data)
+        length: pl.Int32 = Field(ge=2)
 
         _vocab_size = len(VOCAB)
 
-        @pa.dataframe_check
+        @dataframe_check
         def k_at_most_l(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("k") <= pl.col("l"))
 
-        @pa.dataframe_check
+        @dataframe_check
         def length_is_2l(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("length") == 2 * pl.col("l"))
 
-        @pa.dataframe_check
+        @dataframe_check
         def prompt_has_2l_plus_2_tokens(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("prompt").list.len() == pl.col("length") + 2)
 
@@ -186,14 +186,15 @@ def prompt_schema():
 
 
 def schema():
-    """The pandera schema of a sparse parity frame."""
-    import pandera.polars as pa  # noqa: F401  (the class body's checks)
+    """The schema of a sparse parity frame."""
     import polars as pl
+
+    from ..storage.table_schema import dataframe_check
 
     class SparseParitySchema(prompt_schema()):
         """One sample of D^sp(l, k) per row (docs/tasks.md)."""
 
-        @pa.dataframe_check
+        @dataframe_check
         def one_response_token(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("response").list.len() == 1)
 

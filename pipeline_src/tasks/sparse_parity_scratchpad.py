@@ -106,21 +106,21 @@ DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
 
 
 def schema():
-    """The pandera schema of a sparse parity frame with the scratchpad response."""
-    import pandera.polars as pa
+    """The schema of a sparse parity frame with the scratchpad response."""
     import polars as pl
 
+    from ..storage.table_schema import dataframe_check
     from .frame_schema import token_is
 
     class SparseParityScratchpadSchema(sparse_parity.prompt_schema()):
         """One sample of sparse parity with a running-parity scratchpad per row."""
 
-        @pa.dataframe_check
+        @dataframe_check
         def response_has_k_plus_1_tokens(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(
                 (pl.col("response").list.len() == pl.col("k") + 1) & token_is("response", -1, EOS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def answer_is_last_scratchpad_token(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(token_is("response", -2, ZERO + pl.col("answer")))
 

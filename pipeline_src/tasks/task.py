@@ -135,7 +135,7 @@ class Task:
     sequence_tokens: Callable[..., int]  # (length measure, params=None) -> tokens the model sees
     max_position_id: Callable[..., int]  # (length, params=None) -> largest coupled ID of such a sample
     train_lengths: Callable[[dict], tuple[int, int]]  # data block -> (shortest, longest) training length
-    make_schema: Callable  # () -> the pandera model of the task's frames (pandera is slow to import)
+    make_schema: Callable  # () -> the table schema of the task's frames (made on first use)
     layout: Layout
     figure: Figure
     cell_columns: tuple[str, ...] = ("k", "length")

@@ -322,30 +322,30 @@ DEPENDENCIES = Dependencies(sets=dependency_sets, probe=probe)
 
 
 def schema():
-    """The pandera schema of a variable-assignment frame."""
-    import pandera.polars as pa
+    """The schema of a variable-assignment frame."""
     import polars as pl
 
+    from ..storage.table_schema import Field, dataframe_check
     from .frame_schema import TaskSchema, token_is
 
     class VariableAssignmentSchema(TaskSchema):
         """One sample of variable assignment per row: length = n statements."""
 
-        n_statements: pl.Int32 = pa.Field(ge=1)
-        depth: pl.Int32 = pa.Field(ge=1)
-        answer: pl.Int32 = pa.Field(ge=0, le=9)
+        n_statements: pl.Int32 = Field(ge=1)
+        depth: pl.Int32 = Field(ge=1)
+        answer: pl.Int32 = Field(ge=0, le=9)
 
         _vocab_size = len(VOCAB)
 
-        @pa.dataframe_check
+        @dataframe_check
         def length_is_n_statements(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("length") == pl.col("n_statements"))
 
-        @pa.dataframe_check
+        @dataframe_check
         def depth_at_most_n_statements(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(pl.col("depth") <= pl.col("n_statements"))
 
-        @pa.dataframe_check
+        @dataframe_check
         def prompt_has_statements_then_query(cls, data) -> pl.LazyFrame:
             """``<bos> statements ? q =``: 4n + 4 tokens with one-token names (``?`` third from the
             end); longer names make it longer, with exactly one ``?``."""
@@ -355,7 +355,7 @@ def schema():
                 ((size == one_token) & token_is("prompt", -3, QUERY) | (size > one_token) & query_once)
                 & token_is("prompt", 0, BOS) & token_is("prompt", -1, EQUALS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def response_is_chain_or_answer(cls, data) -> pl.LazyFrame:
             """The answer plus <eos> (no scratchpad, or depth 1), or depth - 1 names of equal length,
             the answer and <eos> (scratchpad)."""
@@ -363,7 +363,7 @@ def schema():
             chain = (hops > 0) & (size > hops + 1) & ((size - 2) % pl.max_horizontal(hops, 1) == 0)
             return data.lazyframe.select(((size == 2) | chain) & token_is("response", -1, EOS))
 
-        @pa.dataframe_check
+        @dataframe_check
         def answer_is_last_response_digit(cls, data) -> pl.LazyFrame:
             return data.lazyframe.select(token_is("response", -2, DIGIT0 + pl.col("answer")))
 
