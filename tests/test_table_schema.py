@@ -48,8 +48,8 @@ def test_a_subclass_has_its_bases_columns_and_checks_own_first():
     assert list(Child.checks()) == ["c_long", "a_small"] and Child.unique() == ("a", "b") and Base.unique() == ()
     model = Child.pandera().to_schema()
     assert model.name == "Child" and model.strict is True and model.coerce is False and model.unique == ["a", "b"]
-    assert [(name, column.nullable, [check.name for check in column.checks]) for name, column in model.columns.items()] \
-        == [("a", False, ["greater_than_or_equal_to"]), ("b", True, ["isin"]), ("c", False, [])]
+    columns = [(name, col.nullable, [check.name for check in col.checks]) for name, col in model.columns.items()]
+    assert columns == [("a", False, ["greater_than_or_equal_to"]), ("b", True, ["isin"]), ("c", False, [])]
     assert [check.name for check in model.checks] == ["c_long", "a_small"]
 
 
@@ -58,7 +58,8 @@ def test_the_pandera_model_runs_the_checks_with_the_schemas_own_parameters():
 
     datasets.validate(frame(), Child, "ok.parquet")
     for bad, named in ((frame(a=pl.Series([1, 7], dtype=pl.Int32)), "a_small"),  # < 10 but not < 5
-                       (frame(b=["x", "z"]), "isin"), (frame(c=pl.Series([[1], []], dtype=pl.List(pl.Int32))), "c_long"),
+                       (frame(b=["x", "z"]), "isin"),
+                       (frame(c=pl.Series([[1], []], dtype=pl.List(pl.Int32))), "c_long"),
                        (frame(a=pl.Series([1, 1], dtype=pl.Int32), b=["x", "x"]), "unique")):
         with pytest.raises(datasets.DataError, match=named):
             datasets.validate(bad, Child, "bad.parquet")

@@ -3,8 +3,8 @@
 pandera runs each check as queries of its own (a dtype, a null count, a uniqueness test and every
 check, each collected apart, some twice), and at our frames' sizes polars' cost is per query: a task
 dataset's dozen checks take some 25 ms that way, nearly all of it overhead, besides the second
-pandera takes to import. :func:`passes` runs the checks of the schema's pandera model
-(:meth:`.TableSchema.pandera`) as pandera's polars backend states them: a bound as
+pandera takes to import. :func:`passes` runs a schema's checks as pandera's polars backend states
+them for the schema's pandera model (:meth:`.TableSchema.pandera`), without making it: a bound as
 ``pl.col(c).ge(v)``, ``le`` and ``is_in`` alike; a null outcome of a check passes (pandera's
 ``ignore_na``); a non-nullable column holds no null, nor NaN in a float column; a dtype is the
 declared one exactly. It says yes only where pandera would, and no on any failure and on anything
