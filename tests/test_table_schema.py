@@ -68,6 +68,8 @@ def test_the_pandera_model_runs_the_checks_with_the_schemas_own_parameters():
 def test_a_declaration_it_cannot_take_is_a_type_error_naming_it():
     with pytest.raises(TypeError, match=r"Strict\.Config: only 'unique'.*\['strict'\]"):
         type("Strict", (TableSchema,), {"Config": type("Config", (), {"strict": False})})
+    with pytest.raises(TypeError, match=r"Named\.unique: a column cannot be named as a method"):
+        type("Named", (TableSchema,), {"__annotations__": {"unique": pl.Int64}})
     with pytest.raises(TypeError, match=r"Odd\.a: annotate a column with a polars dtype"):
         type("Odd", (TableSchema,), {"__annotations__": {"a": int}})
     with pytest.raises(TypeError, match=r"Late\.a: annotation 'pl\.Nothing' names no dtype"):

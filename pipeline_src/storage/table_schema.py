@@ -75,6 +75,8 @@ class TableSchema:
         for name, dtype in cls.__dict__.get("__annotations__", {}).items():
             if name.startswith("_"):
                 continue
+            if name in vars(TableSchema):
+                raise TypeError(f"{cls.__name__}.{name}: a column cannot be named as a method of TableSchema")
             if isinstance(dtype, str):  # a module with ``from __future__ import annotations``
                 dtype = _evaluated(cls, name, dtype)
             if not (isinstance(dtype, pl.DataType) or isinstance(dtype, type) and issubclass(dtype, pl.DataType)):
