@@ -46,7 +46,7 @@ def validate(frame: pl.DataFrame, schema: type[TableSchema], path: str | Path) -
     import pandera.polars as pa
 
     try:
-        return schema.pandera().validate(frame)
+        return schema.validate(frame)  # pandera's model of the schema
     except (pa.errors.SchemaError, pa.errors.SchemaErrors) as err:
         raise DataError(f"{path}: does not match {schema.__name__}: {err}") from None
 

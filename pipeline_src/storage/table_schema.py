@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import polars as pl
@@ -39,8 +39,7 @@ class Field:
 
     def bounds(self) -> dict[str, Any]:
         """The value checks given (``ge``, ``le``, ``isin``), in pandera's order of them."""
-        return {name: value for name, value in asdict(self).items() if name in ("ge", "le", "isin")
-                and value is not None}
+        return {name: getattr(self, name) for name in ("ge", "le", "isin") if getattr(self, name) is not None}
 
 
 class Column(NamedTuple):
@@ -49,10 +48,9 @@ class Column(NamedTuple):
 
 
 class FrameData(NamedTuple):
-    """What a :func:`dataframe_check` is given: the frame (``lazyframe``) and its key (``"*"``)."""
+    """What a :func:`dataframe_check` is given: the frame, as pandera gives it (``data.lazyframe``)."""
 
     lazyframe: pl.LazyFrame
-    key: str = "*"
 
 
 def dataframe_check(check: Callable) -> Callable:
