@@ -126,6 +126,33 @@ def steps_for(workdir: Path, seconds: float) -> int:
     return 100 * -(-int(seconds / per_step) // 100)
 
 
+def trainings_running(workdir: Path) -> list[int]:
+    """The PIDs of training processes still running in ``workdir`` (none should outlive its submission)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"train" in command and os.readlink(proc / "cwd") == str(workdir):
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def submission_story(log: Path, done: subprocess.CompletedProcess, workdir: Path) -> tuple[int | None, str]:
+    """Where one submission of the training stopped with its state saved (None: it did not), and what it
+    did, in one line for a failing assertion: the training log's (rewritten by each submission) own lines,
+    its last step line, any training left running, and the tail of Snakemake's output."""
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    said = [line for line in lines if not line.startswith("step ")]
+    stopped = [int(m[1]) for line in said if (m := re.match(r"Stopped: SIGTERM at step (\d+) of", line))]
+    last = [line for line in lines if line.startswith("step ")][-1:]
+    tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
+    return (stopped[-1] if stopped else None,
+            f"exit {done.returncode}; {said[:4]} last {last}; running after it: {trainings_running(workdir)}; "
+            f"snakemake: {tail}")
+
+
 @pytest.mark.slow
 def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the_uninterrupted_one(cluster, tmp_path):
     """A training that needs more than its 1-minute limit (``LENGTHGEN_SLURM_TRAIN_RUNTIME=1``, about 150 s
@@ -144,15 +171,27 @@ def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the
     long = write_override(workdir, "long.yaml", {"sparse_parity": {
         "schemes": ["rope_pose"], "seeds": [0], "train": {"steps": steps, "checkpoint_every": 10 * steps}}})
     limited = {**cluster, "LENGTHGEN_SLURM_TRAIN_RUNTIME": "1"}
-    attempts = []
-    while not (workdir / model).exists() and len(attempts) < 6:
-        done, seconds = run(workdir, limited, model, long, device="cpu", timeout=900)
-        attempts.append((done.returncode, round(seconds)))
-    print(f"{steps} steps: submissions until done (exit status, seconds): {attempts}")
-    assert (workdir / model).exists() and len(attempts) >= 2, attempts  # killed at least once, then done
-    assert attempts[-1][0] == 0 and all(code != 0 for code, _ in attempts[:-1]), attempts
-    log = (workdir / "results/logs/train/sparse_parity/rope_pose/k2/seed0.log").read_text()
-    assert "resuming" in log, log[-2000:]
+    log = workdir / "results/logs/train/sparse_parity/rope_pose/k2/seed0.log"
+    # Each submission ends done, or killed at its limit with its state saved at a later step than the
+    # last one's: a submission that neither finishes nor saves (or leaves a training running) fails at once.
+    attempts, story, saved = [], [], [0]
+    try:
+        while not (workdir / model).exists() and len(attempts) < 12:
+            done, seconds = run(workdir, limited, model, long, device="cpu", timeout=900)
+            attempts.append((done.returncode, round(seconds)))
+            stopped, said = submission_story(log, done, workdir)
+            story.append(f"submission {len(story) + 1}: {said}")
+            if (workdir / model).exists() or stopped is None or stopped <= saved[-1] or trainings_running(workdir):
+                break
+            saved.append(stopped)
+    finally:
+        for pid in trainings_running(workdir):
+            os.kill(pid, 9)
+    told = "\n".join(story)
+    print(f"{steps} steps: submissions until done (exit status, seconds): {attempts}; saved at steps {saved[1:]}")
+    assert (workdir / model).exists() and len(attempts) >= 2, f"{attempts}\n{told}"  # killed at least once, then done
+    assert attempts[-1][0] == 0 and all(code != 0 for code, _ in attempts[:-1]), f"{attempts}\n{told}"
+    assert f"resuming {Path(model).parent} from step {saved[-1]}" in log.read_text(), told
 
     record = read_record(workdir / model)
     reference = tmp_path / "reference"
