@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -186,7 +187,7 @@ def test_a_training_past_its_time_limit_is_resubmitted_until_done_and_equals_the
             saved.append(stopped)
     finally:
         for pid in trainings_running(workdir):
-            os.kill(pid, 9)
+            os.kill(pid, signal.SIGKILL)
     told = "\n".join(story)
     print(f"{steps} steps: submissions until done (exit status, seconds): {attempts}; saved at steps {saved[1:]}")
     assert (workdir / model).exists() and len(attempts) >= 2, f"{attempts}\n{told}"  # killed at least once, then done
